@@ -1,0 +1,51 @@
+/*
+ * util.h - small helpers every part uses: clocks, randomness, hex, files and
+ * folders.  All return 0 or -errno unless said otherwise; any thread.
+ */
+#ifndef PANDASTACK_UTIL_H
+#define PANDASTACK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* util_now_ms - CLOCK_MONOTONIC in ms. */
+int64_t util_now_ms(void);
+
+/* util_wall_ns - CLOCK_REALTIME in ns. */
+uint64_t util_wall_ns(void);
+
+/* util_random - n bytes from getrandom(2) into buf.  0 or -errno. */
+int util_random(void *buf, size_t n);
+
+/* util_hex - lowercase hex of n bytes into out (2n+1 bytes).  Returns out. */
+char *util_hex(const void *buf, size_t n, char *out);
+
+/* util_unhex - parse exactly 2n hex digits from s into out (n bytes).
+ * 0 or -EINVAL. */
+int util_unhex(const char *s, void *out, size_t n);
+
+/* util_mkdir_p - create path and its parents with mode (existing is fine). */
+int util_mkdir_p(const char *path, unsigned mode);
+
+/* util_rm_rf - remove path recursively (missing is fine; never follows
+ * symlinks out of the tree). */
+int util_rm_rf(const char *path);
+
+/*
+ * util_read_file - read a whole file of at most cap bytes into a new
+ * NUL-terminated buffer (*out, owned by the caller; *len without the NUL).
+ * -EFBIG if larger than cap.
+ */
+int util_read_file(const char *path, size_t cap, char **out, size_t *len);
+
+/* util_write_file - write len bytes to path atomically (temp + fsync +
+ * rename) with mode. */
+int util_write_file(const char *path, const void *buf, size_t len, unsigned mode);
+
+/* util_write_all / util_read_full - loop over EINTR and short counts.
+ * read_full returns bytes read (< n only at EOF) or -errno. */
+int util_write_all(int fd, const void *buf, size_t n);
+ssize_t util_read_full(int fd, void *buf, size_t n);
+
+#endif
