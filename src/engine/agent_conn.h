@@ -5,7 +5,9 @@
  * Thread safety: every function may be called from any thread; one reader
  * thread per connection demultiplexes frames into per-stream queues; writers
  * serialise on a write lock one frame (<= 64 KiB) at a time, so streams
- * interleave.  A stream handle is used by one thread at a time.
+ * interleave.  A stream handle is used by one thread at a time, except
+ * that one thread may write (agent_stream_write, _write_eof) or cancel while
+ * another reads it (the daemon feeds exec stdin that way).
  *
  * The guest is hostile: every frame it sends is checked (proto_mux_check),
  * JSON is parsed with caps, a stream's queue never holds more than the window
@@ -71,8 +73,11 @@ uint32_t agent_stream_id(const struct agent_stream *s);
 /*
  * agent_stream_write - send len bytes as DATA on channel 0, in frames of at
  * most 64 KiB, blocking while the agent has granted no credit.  timeout_ms
- * bounds each wait for credit (-1: no bound).  Returns 0, -ETIMEDOUT,
- * -ECONNRESET, -EPIPE (the stream already ended).
+ * bounds each wait for credit and for the socket to take a frame (-1: no
+ * bound); a frame already under way is finished unless the agent stops
+ * reading for 10 s, which closes the connection.  Returns 0, -ETIMEDOUT,
+ * -ECONNRESET, -EPIPE (the stream already ended), -EPROTO (the stream
+ * failed, see agent_stream_read).
  */
 int agent_stream_write(struct agent_stream *s, const void *buf, size_t len, int timeout_ms);
 
@@ -102,7 +107,9 @@ struct agent_msg {
  * timeout_ms (-1: forever).  Taking DATA grants the agent credit back.
  * Returns 1 with *m filled, 0 after the stream ended and every message was
  * taken, -ETIMEDOUT, -ECONNRESET (connection lost before END; a synthetic
- * AGENT_MSG_ERROR is not produced).
+ * AGENT_MSG_ERROR is not produced), -EPROTO (the agent broke the protocol on
+ * this stream: bad JSON, flooding, wrong channel; it was sent CANCEL),
+ * -ENOMEM.  Messages queued before a failure are still delivered first.
  */
 int agent_stream_read(struct agent_stream *s, struct agent_msg *m, int timeout_ms);
 

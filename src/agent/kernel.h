@@ -1,0 +1,201 @@
+/*
+ * kernel.h - code contexts: persistent Python kernels for the agent's
+ * context_* operations.  The one header the rest of the agent includes.
+ *
+ * A context is a kernel process plus a client thread that owns it.  The
+ * kernel is ipykernel spoken to over the Jupyter wire protocol (libzmq,
+ * jupyter_*.h) or, on images without ipykernel, a small stdlib-only Python
+ * program (kernel_fallback.h); both give the same events, so callers never
+ * care which they got.  KERNEL_AUTO tries ipykernel and falls back when it
+ * cannot start (and remembers that for later contexts).
+ *
+ * The agent's single-threaded loop talks to a context without blocking:
+ *   kernel_ctx_create   start (returns at once; the kernel starts in the
+ *                       background, a "ready" event follows)
+ *   kernel_ctx_run      queue code; runs in order; returns an exec id
+ *   kernel_ctx_fd       an eventfd that is readable while events wait
+ *   kernel_ctx_next_event  take one event (-EAGAIN when none)
+ *   kernel_ctx_interrupt / _cancel / _restart / _destroy
+ *
+ * Events (JSON objects, with the exec id they belong to; 0 for the context):
+ *   exec events, in order, ending with exactly one "done" per exec id:
+ *     {"type": "stdout" | "stderr", "text": "..."}
+ *     {"type": "result", "is_main_result": bool, "text", "html", "markdown",
+ *      "svg", "png", "jpeg", "json", "latex", "javascript", "extra"}
+ *     {"type": "done", "execution_count": n | null,
+ *      "error": null | {"name", "value", "traceback"},
+ *      "duration_ms": n, "timed_out": bool}
+ *   context events (exec id 0):
+ *     {"type": "ready", "kernel": "jupyter" | "fallback", "language":
+ *      "python", "language_version": "3.11.2", "pid": n}
+ *     {"type": "restarted", "reason": "kernel exited with status 1"}
+ *     {"type": "failed", "error": "..."}   (the kernel could not start;
+ *                        queued runs end with an error; a later run retries)
+ *
+ * Timeouts: a run's timeout interrupts it (SIGINT to the kernel's process
+ * group); its done has "timed_out": true and error TimeoutError, and the
+ * context keeps its state.  A kernel that ignores the interrupt for the
+ * grace period is killed with its group and restarted (state lost; the
+ * error says so).  A kernel that dies mid-run ends the run with
+ * DeadKernelError naming the exit status or signal and restarts by itself.
+ *
+ * Warm kernels: kernel_pool_start keeps one spare context warmed up
+ * (numpy, pandas, matplotlib.pyplot imported, inline backend configured),
+ * so a template bake can leave it in the snapshot; kernel_ctx_create takes
+ * it when compatible and starts the next spare in the background (at
+ * lower CPU priority).  After every restore the agent calls
+ * kernel_reseed_all so that no two clones share random streams.
+ *
+ * The agent's reaper (waitpid(-1) in PID 1) must pass every child it reaps
+ * but does not own to kernel_note_exit, so kernel exits are reported with
+ * their real status.
+ *
+ * Threads: every function here is for the agent's thread (any one thread
+ * at a time per context), except kernel_note_exit (any thread).  Context
+ * threads never call back into the agent.
+ */
+#ifndef PANDASTACK_AGENT_KERNEL_H
+#define PANDASTACK_AGENT_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+enum kernel_kind {
+	KERNEL_AUTO = 0,       /* ipykernel if it starts, else the fallback */
+	KERNEL_JUPYTER = 1,    /* ipykernel only */
+	KERNEL_FALLBACK = 2,   /* the plain-Python kernel only */
+};
+
+/* Defaults and limits. */
+#define KERNEL_OUTPUT_CAP_DEFAULT (16u * 1024u * 1024u) /* bytes per run */
+#define KERNEL_OUTPUT_CAP_MAX (48u * 1024u * 1024u)
+#define KERNEL_CODE_MAX (8u * 1024u * 1024u)           /* bytes of code */
+#define KERNEL_START_TIMEOUT_DEFAULT_MS 120000
+#define KERNEL_INTERRUPT_GRACE_DEFAULT_MS 3000
+#define KERNEL_ENV_MAX_VARS 1024
+
+/* How to make a context.  Borrowed during the call (copied). */
+struct kernel_opts {
+	enum kernel_kind kind;
+	const char *python;          /* interpreter; NULL: "python3" in PATH */
+	const char *cwd;             /* NULL: the agent's */
+	const char *const *env;      /* NULL-terminated "K=V" added to the
+	                                agent's environment; may be NULL */
+	const char *run_dir;         /* parent of the private folders; NULL:
+	                                /run/pandastack/kernels, else /tmp */
+	size_t output_cap;           /* bytes per run; 0: default */
+	int64_t start_timeout_ms;    /* 0: default */
+	int64_t interrupt_grace_ms;  /* 0: default */
+	int use_pool;                /* take the warm spare if compatible */
+};
+
+struct kernel_ctx;
+
+/*
+ * kernel_ctx_create - make a context (a spare from the pool when
+ * o->use_pool and one is compatible, else a new kernel).  Returns 0 with
+ * *out (free with kernel_ctx_destroy), -EINVAL (bad options), -E2BIG (too
+ * many env vars), -ENOMEM, -errno (eventfd, thread).
+ */
+int kernel_ctx_create(const struct kernel_opts *o, struct kernel_ctx **out);
+
+/* kernel_ctx_fd - the eventfd to poll for POLLIN (owned by the context;
+ * valid until kernel_ctx_destroy). */
+int kernel_ctx_fd(const struct kernel_ctx *c);
+
+/*
+ * kernel_ctx_run - queue code (len bytes, UTF-8; invalid bytes are
+ * repaired) with a timeout in ms (0: none).  *exec_id identifies its
+ * events.  Returns 0, -E2BIG (code over KERNEL_CODE_MAX), -ESHUTDOWN,
+ * -ENOMEM.
+ */
+int kernel_ctx_run(struct kernel_ctx *c, const char *code, size_t len, int64_t timeout_ms,
+		   uint64_t *exec_id);
+
+/*
+ * kernel_ctx_next_event - take the oldest event: 0 with *exec_id and *ev
+ * (a new reference: json_decref it), or -EAGAIN when none waits (the fd is
+ * then drained).
+ */
+int kernel_ctx_next_event(struct kernel_ctx *c, uint64_t *exec_id, json_t **ev);
+
+/* kernel_ctx_interrupt - interrupt the running execution, if any (queued
+ * ones stay queued).  0. */
+int kernel_ctx_interrupt(struct kernel_ctx *c);
+
+/*
+ * kernel_ctx_cancel - end exec_id: a queued one is removed (its done says
+ * Cancelled), a running one is interrupted.  0, or -ENOENT if exec_id is
+ * neither queued nor running.
+ */
+int kernel_ctx_cancel(struct kernel_ctx *c, uint64_t exec_id);
+
+/* kernel_ctx_restart - kill the kernel and start a new one (state lost);
+ * a running execution ends with an error, queued ones run afterwards.  0. */
+int kernel_ctx_restart(struct kernel_ctx *c);
+
+/* kernel_ctx_idle_ms - ms since the context last had work (0 while a run
+ * is queued or running), for the reaper. */
+int64_t kernel_ctx_idle_ms(struct kernel_ctx *c);
+
+/* kernel_ctx_pid - the current kernel process (0 while none). */
+pid_t kernel_ctx_pid(struct kernel_ctx *c);
+
+/*
+ * kernel_ctx_destroy - stop the context and free it.  Returns at once: its
+ * thread sends shutdown_request, kills the kernel's process group after
+ * a short grace, removes its private folder and frees everything.  Remove
+ * kernel_ctx_fd from your poll set first; no more events come.  NULL-safe.
+ */
+void kernel_ctx_destroy(struct kernel_ctx *c);
+
+/*
+ * kernel_wait_all - wait up to timeout_ms for every destroyed context's
+ * thread to finish (agent shutdown, tests).  0 or -ETIMEDOUT.
+ */
+int kernel_wait_all(int64_t timeout_ms);
+
+/* kernel_note_exit - the agent's reaper reports a reaped child it does not
+ * own.  Returns 1 if it was a kernel, else 0.  Any thread. */
+int kernel_note_exit(pid_t pid, int status);
+
+/* Warm pool ---------------------------------------------------------------*/
+
+enum kernel_pool_state {
+	KERNEL_POOL_NONE = 0,      /* no spare (not started, or taken) */
+	KERNEL_POOL_STARTING,      /* a spare is starting or warming up */
+	KERNEL_POOL_READY,         /* a warm spare waits */
+	KERNEL_POOL_FAILED,        /* the spare could not start */
+};
+
+/*
+ * kernel_pool_start - remember o (run_dir, python, kind) for spares and
+ * start one now if there is none; its warm-up runs in the background.
+ * For the template bake: poll kernel_pool_fd, then read kernel_pool_state
+ * until READY.  0 or -errno.
+ */
+int kernel_pool_start(const struct kernel_opts *o);
+
+/* kernel_pool_fd - an eventfd readable after the pool's state changed
+ * (kernel_pool_state drains it).  Created on first use; -errno if not. */
+int kernel_pool_fd(void);
+
+/* kernel_pool_state - the spare's state; err (errlen bytes, may be NULL)
+ * gets the reason of FAILED. */
+enum kernel_pool_state kernel_pool_state(char *err, size_t errlen);
+
+/* kernel_pool_stop - destroy the spare and stop making new ones. */
+void kernel_pool_stop(void);
+
+/*
+ * kernel_reseed_all - after a restore: queue, ahead of any user code, a
+ * reseed of Python's random and numpy's global generator from os.urandom in
+ * every context and the spare.  Call after the kernel RNG was reseeded
+ * (the restore op).  Returns the number of contexts reseeded.
+ */
+int kernel_reseed_all(void);
+
+#endif

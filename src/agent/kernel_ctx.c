@@ -1,0 +1,566 @@
+/*
+ * kernel_ctx.c - the code-context API for the agent's thread (kernel.h):
+ * options, the job queue, the event queue, the registry of live contexts.
+ * The client thread itself is kernel_loop.c.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/jupyter_json.h"
+#include "agent/jupyter_map.h"
+#include "agent/kernel_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+extern char **environ;
+
+/* Registry of contexts whose thread runs, for reseed and wait_all. */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reg_cv = PTHREAD_COND_INITIALIZER;
+static struct kernel_ctx *reg_head;
+static int reg_stopping; /* destroyed contexts whose thread still runs */
+
+/* --- configuration --------------------------------------------------------*/
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Length of the key of "K=V" including the '=', or 0 if malformed. */
+static size_t env_key_len(const char *kv)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+	return eq && eq != kv ? (size_t)(eq - kv) + 1 : 0;
+}
+
+static int env_has(char *const *v, size_t n, const char *kv)
+{
+	size_t k = env_key_len(kv);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(v[i], kv, k) == 0)
+			return 1;
+	return 0;
+}
+
+/* The kernel's environment: the agent's, overridden by the caller's,
+ * plus what the kernel needs unless the caller set it. */
+static int env_build(struct kernel_cfg *cfg, const char *const *added)
+{
+	size_t na = 0, ne = 0;
+	while (added && added[na]) {
+		if (!env_key_len(added[na]))
+			return -EINVAL;
+		if (++na > KERNEL_ENV_MAX_VARS)
+			return -E2BIG;
+	}
+	while (environ && environ[ne])
+		ne++;
+	char pid[48];
+	snprintf(pid, sizeof(pid), "JPY_PARENT_PID=%ld", (long)getpid());
+	const char *forced[] = {
+		pid,
+		"MPLBACKEND=module://matplotlib_inline.backend_inline",
+		"PYDEVD_DISABLE_FILE_VALIDATION=1",
+		"PYTHONIOENCODING=utf-8",
+		/* A figure as its JSON, not 9 MB of plotly.js per first show. */
+		"PLOTLY_RENDERER=plotly_mimetype",
+	};
+	size_t nf = sizeof(forced) / sizeof(forced[0]);
+	cfg->envp = calloc(ne + na + nf + 1, sizeof(char *));
+	cfg->env_added = calloc(na + 1, sizeof(char *));
+	if (!cfg->envp || !cfg->env_added)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < na; i++)
+		if (!(cfg->env_added[i] = strdup(added[i])))
+			return -ENOMEM;
+	for (size_t i = 0; i < ne; i++) {
+		if (!env_key_len(environ[i]) || env_has((char *const *)added, na, environ[i]))
+			continue;
+		int dup = 0;
+		for (size_t f = 0; f < nf && !dup; f++)
+			dup = env_key_len(forced[f]) == env_key_len(environ[i]) &&
+			      strncmp(forced[f], environ[i], env_key_len(forced[f])) == 0;
+		if (!dup && !(cfg->envp[n++] = strdup(environ[i])))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < na; i++)
+		if (!(cfg->envp[n++] = strdup(added[i])))
+			return -ENOMEM;
+	for (size_t f = 0; f < nf; f++)
+		if (!env_has((char *const *)added, na, forced[f]) && !(cfg->envp[n++] = strdup(forced[f])))
+			return -ENOMEM;
+	return 0;
+}
+
+int kernel__cfg_build(struct kernel_cfg *cfg, const struct kernel_opts *o)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	if (!o || o->kind < KERNEL_AUTO || o->kind > KERNEL_FALLBACK ||
+	    o->start_timeout_ms < 0 || o->interrupt_grace_ms < 0 ||
+	    (o->cwd && o->cwd[0] != '/') || (o->run_dir && o->run_dir[0] != '/'))
+		return -EINVAL;
+	cfg->kind = o->kind;
+	cfg->output_cap = o->output_cap ? o->output_cap : KERNEL_OUTPUT_CAP_DEFAULT;
+	if (cfg->output_cap > KERNEL_OUTPUT_CAP_MAX)
+		cfg->output_cap = KERNEL_OUTPUT_CAP_MAX;
+	cfg->start_timeout_ms = o->start_timeout_ms ? o->start_timeout_ms
+						    : KERNEL_START_TIMEOUT_DEFAULT_MS;
+	cfg->interrupt_grace_ms = o->interrupt_grace_ms ? o->interrupt_grace_ms
+							: KERNEL_INTERRUPT_GRACE_DEFAULT_MS;
+	int r = env_build(cfg, o->env);
+	if (r == 0 && o->cwd && !(cfg->cwd = strdup(o->cwd)))
+		r = -ENOMEM;
+	if (r == 0 && o->run_dir && !(cfg->run_dir = strdup(o->run_dir)))
+		r = -ENOMEM;
+	if (r == 0) {
+		cfg->python = kernel_proc_which(o->python ? o->python : "python3", cfg->envp);
+		if (!cfg->python)
+			r = -errno;
+	}
+	if (r < 0)
+		kernel__cfg_clear(cfg);
+	return r;
+}
+
+void kernel__cfg_clear(struct kernel_cfg *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->python);
+	free(cfg->cwd);
+	free(cfg->run_dir);
+	strv_free(cfg->envp);
+	strv_free(cfg->env_added);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+/* --- jobs and events ------------------------------------------------------*/
+
+struct kernel_job *kernel__job_new(enum kernel_job_kind kind, const char *what,
+				   const char *code, size_t len, int64_t timeout_ms)
+{
+	struct kernel_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	if (jupyter_utf8_repair(code, len, &j->code, &j->code_len) < 0) {
+		free(j);
+		return NULL;
+	}
+	j->kind = kind;
+	j->what = what;
+	j->timeout_ms = timeout_ms;
+	return j;
+}
+
+void kernel__job_free(struct kernel_job *j)
+{
+	if (!j)
+		return;
+	free(j->code);
+	free(j);
+}
+
+void kernel__push_front_locked(struct kernel_ctx *c, struct kernel_job *j)
+{
+	j->id = ++c->next_id;
+	j->next = c->jobs;
+	c->jobs = j;
+	if (!c->jobs_tail)
+		c->jobs_tail = j;
+}
+
+void kernel__wake(struct kernel_ctx *c)
+{
+	uint64_t one = 1;
+	ssize_t w = write(c->wake_fd, &one, sizeof(one));
+	(void)w; /* EAGAIN only when the counter is huge: already awake */
+}
+
+void kernel__emit_locked(struct kernel_ctx *c, uint64_t exec_id, json_t *ev)
+{
+	if (!ev)
+		return;
+	struct kernel_event *e = c->pooled ? NULL : malloc(sizeof(*e));
+	if (!e) {
+		json_decref(ev);
+		return;
+	}
+	e->exec_id = exec_id;
+	e->ev = ev;
+	e->next = NULL;
+	if (c->evs_tail)
+		c->evs_tail->next = e;
+	else
+		c->evs = e;
+	c->evs_tail = e;
+	uint64_t one = 1;
+	ssize_t w = write(c->efd, &one, sizeof(one));
+	(void)w;
+}
+
+void kernel__emit(struct kernel_ctx *c, uint64_t exec_id, json_t *ev)
+{
+	pthread_mutex_lock(&c->mu);
+	kernel__emit_locked(c, exec_id, ev);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void kernel__fail_job_locked(struct kernel_ctx *c, struct kernel_job *j, const char *name,
+			     const char *value)
+{
+	if (j->kind != JOB_USER)
+		return;
+	json_t *done = json_pack("{s:s, s:n, s:o, s:i, s:b}", "type", "done", "execution_count",
+				 "error", jupyter_make_error(name, value, ""), "duration_ms", 0,
+				 "timed_out", 0);
+	kernel__emit_locked(c, j->id, done);
+}
+
+/* --- lifecycle ------------------------------------------------------------*/
+
+static void reg_add(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&reg_mu);
+	c->reg_next = reg_head;
+	if (reg_head)
+		reg_head->reg_prev = c;
+	reg_head = c;
+	pthread_mutex_unlock(&reg_mu);
+}
+
+void kernel__ctx_finish(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&reg_mu);
+	if (c->reg_prev)
+		c->reg_prev->reg_next = c->reg_next;
+	else if (reg_head == c)
+		reg_head = c->reg_next;
+	if (c->reg_next)
+		c->reg_next->reg_prev = c->reg_prev;
+	reg_stopping--;
+	pthread_cond_broadcast(&reg_cv);
+	pthread_mutex_unlock(&reg_mu);
+
+	struct kernel_job *j = c->jobs;
+	while (j) {
+		struct kernel_job *n = j->next;
+		kernel__job_free(j);
+		j = n;
+	}
+	struct kernel_event *e = c->evs;
+	while (e) {
+		struct kernel_event *n = e->next;
+		json_decref(e->ev);
+		free(e);
+		e = n;
+	}
+	if (c->handover) {
+		kernel__cfg_clear(c->handover);
+		free(c->handover);
+	}
+	json_decref(c->ready_ev);
+	close(c->efd);
+	close(c->wake_fd);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+int kernel__ctx_start(struct kernel_cfg *cfg, int pooled, struct kernel_job *first,
+		      struct kernel_ctx **out)
+{
+	*out = NULL;
+	struct kernel_ctx *c = calloc(1, sizeof(*c));
+	if (!c) {
+		kernel__cfg_clear(cfg);
+		kernel__job_free(first);
+		return -ENOMEM;
+	}
+	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int r = (c->efd < 0 || c->wake_fd < 0) ? -errno : 0;
+	if (r < 0) {
+		if (c->efd >= 0)
+			close(c->efd);
+		if (c->wake_fd >= 0)
+			close(c->wake_fd);
+		free(c);
+		kernel__cfg_clear(cfg);
+		kernel__job_free(first);
+		return r;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	if (first)
+		kernel__push_front_locked(c, first);
+	c->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	c->pooled = pooled;
+	c->idle_since_ms = util_now_ms();
+	c->proc.pidfd = -1;
+	reg_add(c);
+
+	/* The thread runs with every signal blocked: signals are the agent's. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = -pthread_create(&c->thread, &attr, kernel__thread_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		pthread_mutex_lock(&reg_mu);
+		reg_stopping++; /* balanced by kernel__ctx_finish */
+		pthread_mutex_unlock(&reg_mu);
+		kernel__cfg_clear(&c->cfg);
+		kernel__ctx_finish(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Give a taken spare to its new owner: cwd/env/reseed before any code. */
+static int adopt_spare(struct kernel_ctx *c, struct kernel_cfg *cfg)
+{
+	char *code = kernel__code_setup(cfg->cwd, cfg->env_added);
+	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "setup", code, strlen(code), 0)
+				    : NULL;
+	free(code);
+	struct kernel_cfg *h = malloc(sizeof(*h));
+	if (!j || !h) {
+		kernel__job_free(j);
+		free(h);
+		return -ENOMEM;
+	}
+	*h = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	pthread_mutex_lock(&c->mu);
+	kernel__push_front_locked(c, j);
+	c->handover = h;
+	c->pooled = 0;
+	c->idle_since_ms = util_now_ms();
+	if (c->announced && c->ready_ev)
+		kernel__emit_locked(c, 0, json_deep_copy(c->ready_ev));
+	pid_t pid = c->pid_pub;
+	pthread_mutex_unlock(&c->mu);
+	if (pid > 0 && setpriority(PRIO_PGRP, (id_t)pid, 0) < 0)
+		log_kv(LOG_DEBUG, "kernel.renice_failed", "pid=%ld errno=%d", (long)pid, errno);
+	kernel__wake(c);
+	return 0;
+}
+
+int kernel_ctx_create(const struct kernel_opts *o, struct kernel_ctx **out)
+{
+	struct kernel_cfg cfg;
+	*out = NULL;
+	int r = kernel__cfg_build(&cfg, o);
+	if (r < 0)
+		return r;
+	if (o->use_pool) {
+		struct kernel_ctx *c = kernel__pool_take(&cfg);
+		if (c) {
+			r = adopt_spare(c, &cfg);
+			if (r == 0) {
+				*out = c;
+				log_kv(LOG_INFO, "kernel.take_spare", "pid=%ld", (long)kernel_ctx_pid(c));
+				return 0;
+			}
+			kernel_ctx_destroy(c);
+		}
+	}
+	return kernel__ctx_start(&cfg, 0, NULL, out);
+}
+
+int kernel_ctx_fd(const struct kernel_ctx *c)
+{
+	return c->efd;
+}
+
+int kernel_ctx_run(struct kernel_ctx *c, const char *code, size_t len, int64_t timeout_ms,
+		   uint64_t *exec_id)
+{
+	if (!code || len > KERNEL_CODE_MAX || timeout_ms < 0)
+		return len > KERNEL_CODE_MAX ? -E2BIG : -EINVAL;
+	struct kernel_job *j = kernel__job_new(JOB_USER, "run", code, len, timeout_ms);
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->mu);
+	if (c->stop) {
+		pthread_mutex_unlock(&c->mu);
+		kernel__job_free(j);
+		return -ESHUTDOWN;
+	}
+	j->id = ++c->next_id;
+	if (c->jobs_tail)
+		c->jobs_tail->next = j;
+	else
+		c->jobs = j;
+	c->jobs_tail = j;
+	*exec_id = j->id;
+	pthread_mutex_unlock(&c->mu);
+	kernel__wake(c);
+	return 0;
+}
+
+int kernel_ctx_next_event(struct kernel_ctx *c, uint64_t *exec_id, json_t **ev)
+{
+	pthread_mutex_lock(&c->mu);
+	struct kernel_event *e = c->evs;
+	if (!e) {
+		uint64_t n;
+		ssize_t r = read(c->efd, &n, sizeof(n));
+		(void)r;
+		pthread_mutex_unlock(&c->mu);
+		return -EAGAIN;
+	}
+	c->evs = e->next;
+	if (!c->evs)
+		c->evs_tail = NULL;
+	pthread_mutex_unlock(&c->mu);
+	*exec_id = e->exec_id;
+	*ev = e->ev;
+	free(e);
+	return 0;
+}
+
+int kernel_ctx_interrupt(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int running = c->running_id != 0;
+	if (running)
+		c->interrupt_req = 1;
+	pthread_mutex_unlock(&c->mu);
+	if (running)
+		kernel__wake(c);
+	return 0;
+}
+
+int kernel_ctx_cancel(struct kernel_ctx *c, uint64_t exec_id)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&c->mu);
+	struct kernel_job **pp = &c->jobs, *prev = NULL;
+	while (*pp && (*pp)->id != exec_id) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	struct kernel_job *j = *pp;
+	if (j && j->kind == JOB_USER) {
+		*pp = j->next;
+		if (c->jobs_tail == j)
+			c->jobs_tail = prev;
+		kernel__fail_job_locked(c, j, "Cancelled", "the execution was cancelled before it started");
+		kernel__job_free(j);
+		r = 0;
+	} else if (exec_id && c->running_id == exec_id) {
+		c->interrupt_req = 1;
+		r = 1;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (r == 1)
+		kernel__wake(c);
+	return r < 0 ? r : 0;
+}
+
+int kernel_ctx_restart(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->restart_req = 1;
+	pthread_mutex_unlock(&c->mu);
+	kernel__wake(c);
+	return 0;
+}
+
+int64_t kernel_ctx_idle_ms(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int64_t idle = (c->jobs || c->running_id) ? 0 : util_now_ms() - c->idle_since_ms;
+	pthread_mutex_unlock(&c->mu);
+	return idle < 0 ? 0 : idle;
+}
+
+pid_t kernel_ctx_pid(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	pid_t p = c->pid_pub;
+	pthread_mutex_unlock(&c->mu);
+	return p;
+}
+
+void kernel_ctx_destroy(struct kernel_ctx *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&reg_mu);
+	reg_stopping++;
+	pthread_mutex_unlock(&reg_mu);
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_mutex_unlock(&c->mu);
+	kernel__wake(c);
+}
+
+int kernel_wait_all(int64_t timeout_ms)
+{
+	int64_t end = util_now_ms() + timeout_ms;
+	int r = 0;
+	pthread_mutex_lock(&reg_mu);
+	while (reg_stopping > 0 && r == 0) {
+		int64_t left = end - util_now_ms();
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t step = left < 50 ? left : 50;
+		ts.tv_nsec += (long)(step % 1000) * 1000000L;
+		ts.tv_sec += (time_t)(step / 1000) + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&reg_cv, &reg_mu, &ts);
+	}
+	pthread_mutex_unlock(&reg_mu);
+	return r;
+}
+
+int kernel_note_exit(pid_t pid, int status)
+{
+	return kernel_proc_note_exit(pid, status);
+}
+
+int kernel_reseed_all(void)
+{
+	int n = 0;
+	pthread_mutex_lock(&reg_mu);
+	for (struct kernel_ctx *c = reg_head; c; c = c->reg_next) {
+		char *code = kernel__code_reseed();
+		struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "reseed", code, strlen(code), 0)
+					    : NULL;
+		free(code);
+		if (!j)
+			continue;
+		pthread_mutex_lock(&c->mu);
+		if (c->stop) {
+			kernel__job_free(j);
+		} else {
+			kernel__push_front_locked(c, j);
+			n++;
+		}
+		pthread_mutex_unlock(&c->mu);
+		kernel__wake(c);
+	}
+	pthread_mutex_unlock(&reg_mu);
+	log_kv(LOG_INFO, "kernel.reseed_all", "contexts=%d", n);
+	return n;
+}

@@ -1,0 +1,317 @@
+/*
+ * kernel_jupyter.c - the ipykernel backend: launch
+ * `python3 -m ipykernel_launcher -f <connection file>` with colours off
+ * and history off, wait until it answers (kernel_info with the nudge
+ * loop), send execute requests, drain every channel, keep the heartbeat.
+ *
+ * Readiness (jupyter_client's wait_for_ready, notes 1.3): send
+ * kernel_info_request, again every NUDGE_MS, and once a reply arrived,
+ * again at most every NUDGE_FAST_MS until some iopub message was seen too:
+ * with an old PUB iopub the first messages are lost until the subscription
+ * lands (slow joiner), so the reply alone does not prove iopub works.
+ *
+ * Execute requests carry allow_stdin false (input() fails at once) and
+ * stop_on_error false: runs are queued here, one at a time, so the kernel
+ * never holds a second request an error could abort; with true, ipykernel
+ * 6 aborts a request that arrives just after an error (its abort window),
+ * which would fail a later, independent run.
+ *
+ * Heartbeat: once ready, ping every HB_INTERVAL_MS; a ping unanswered for
+ * HB_TIMEOUT_MS recreates the REQ socket; HB_MISSES in a row mean the
+ * process is frozen: the loop kills and restarts it.
+ *
+ * The kernel's own stdout/stderr (its logs, and what child processes write
+ * to the inherited fds) go to a pipe whose last bytes are kept for the
+ * start-failure message.  Threads: the client thread only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/jupyter_conn.h"
+#include "agent/kernel_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define NUDGE_MS 1000
+#define NUDGE_FAST_MS 200
+#define HB_INTERVAL_MS 3000
+#define HB_TIMEOUT_MS 3000
+#define HB_MISSES 3
+#define TAIL_MAX 1024
+/* Messages drained per channel per wake, so one flood cannot starve the
+ * others (the rest is read on the next iteration). */
+#define DRAIN_MAX 256
+
+struct jup {
+	struct jupyter_conn conn;
+	int log_fd;                   /* read end of the kernel's fd 1/2 */
+	char tail[TAIL_MAX];
+	size_t tail_len;
+	int got_info, saw_iopub;
+	json_t *info;                 /* kernel_info_reply content */
+	int64_t next_nudge;
+	int hb_misses;
+	int64_t hb_next;
+};
+
+static void jup_free(struct jup *j)
+{
+	if (!j)
+		return;
+	jupyter_conn_close(&j->conn);
+	if (j->log_fd >= 0)
+		close(j->log_fd);
+	json_decref(j->info);
+	free(j);
+}
+
+static void nudge(struct kernel_ctx *c, struct jup *j, int64_t now)
+{
+	int r = jupyter_conn_send(&j->conn, JUPYTER_SHELL, "kernel_info_request", NULL, NULL);
+	if (r < 0)
+		log_kv(LOG_DEBUG, "kernel.nudge_failed", "r=%d", r);
+	j->next_nudge = now + NUDGE_MS;
+	(void)c;
+}
+
+static int jup_start(struct kernel_ctx *c)
+{
+	struct jup *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->log_fd = -1;
+	int pipefd[2] = { -1, -1 };
+	int r = jupyter_conn_prepare(&j->conn, c->dir);
+	if (r == 0)
+		r = jupyter_conn_open(&j->conn);
+	if (r == 0 && pipe2(pipefd, O_CLOEXEC) < 0)
+		r = -errno;
+	if (r == 0) {
+		j->log_fd = pipefd[0];
+		fcntl(j->log_fd, F_SETFL, O_NONBLOCK);
+		char *argv[] = {
+			c->cfg.python, "-m", "ipykernel_launcher", "-f", j->conn.file,
+			"--InteractiveShell.colors=NoColor", "--HistoryManager.enabled=False",
+			NULL,
+		};
+		struct kernel_spawn s = {
+			.path = c->cfg.python, .argv = argv, .envp = c->cfg.envp,
+			.cwd = c->cfg.cwd, .fd = { -1, pipefd[1], pipefd[1], -1 },
+			.nice = c->cfg.nice,
+		};
+		r = kernel_proc_spawn(&s, &c->proc);
+		close(pipefd[1]);
+	}
+	if (r < 0) {
+		jup_free(j);
+		return r;
+	}
+	c->bs = j;
+	nudge(c, j, util_now_ms());
+	return 0;
+}
+
+static void jup_stop(struct kernel_ctx *c)
+{
+	jup_free(c->bs);
+	c->bs = NULL;
+}
+
+static int jup_fill_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int max)
+{
+	struct jup *j = c->bs;
+	static const enum jupyter_channel chans[] = { JUPYTER_IOPUB, JUPYTER_SHELL,
+						      JUPYTER_CONTROL, JUPYTER_STDIN, JUPYTER_HB };
+	int n = 0;
+	if (max < 6)
+		return 0;
+	for (size_t i = 0; i < sizeof(chans) / sizeof(chans[0]); i++)
+		it[n++] = (zmq_pollitem_t){ .socket = jupyter_conn_socket(&j->conn, chans[i]),
+					    .events = ZMQ_POLLIN };
+	it[n++] = (zmq_pollitem_t){ .fd = j->log_fd, .events = j->log_fd >= 0 ? ZMQ_POLLIN : 0 };
+	/* A closed socket (NULL) must not reach zmq_poll as fd 0. */
+	for (int i = 0; i < n; i++)
+		if (!it[i].socket && it[i].fd == 0) {
+			it[i].fd = -1;
+			it[i].events = 0;
+		}
+	return n;
+}
+
+static void check_ready(struct kernel_ctx *c, struct jup *j)
+{
+	if (c->st == KS_STARTING && j->got_info && j->saw_iopub) {
+		j->hb_next = util_now_ms() + HB_INTERVAL_MS;
+		kernel__on_ready(c, j->info);
+	}
+}
+
+static void drain(struct kernel_ctx *c, struct jup *j, enum jupyter_channel ch, int64_t now)
+{
+	for (int k = 0; k < DRAIN_MAX && c->bs == j; k++) {
+		struct jupyter_msg m;
+		int r = jupyter_conn_recv(&j->conn, ch, &m);
+		if (r == -EAGAIN || r == -ENOTSOCK || r == -EINVAL || r == -ETERM)
+			return;
+		if (r < 0) {
+			log_kv(LOG_DEBUG, "kernel.bad_message", "channel=%d r=%d", (int)ch, r);
+			continue;
+		}
+		if (ch == JUPYTER_IOPUB) {
+			j->saw_iopub = 1;
+		} else if (ch == JUPYTER_SHELL && strcmp(m.msg_type, "kernel_info_reply") == 0) {
+			j->got_info = 1;
+			json_decref(j->info);
+			j->info = json_incref(m.content);
+			if (!j->saw_iopub && j->next_nudge > now + NUDGE_FAST_MS)
+				j->next_nudge = now + NUDGE_FAST_MS;
+		}
+		if (c->st == KS_STARTING)
+			check_ready(c, j);
+		if (ch == JUPYTER_IOPUB || ch == JUPYTER_SHELL)
+			kernel__on_message(c, &m); /* may end the kernel: c->bs changes */
+		jupyter_msg_clear(&m);
+	}
+}
+
+static void read_log(struct jup *j)
+{
+	char buf[4096];
+	for (int k = 0; k < 64; k++) {
+		ssize_t n = read(j->log_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) {
+				close(j->log_fd);
+				j->log_fd = -1;
+			}
+			return;
+		}
+		size_t keep = (size_t)n > TAIL_MAX ? TAIL_MAX : (size_t)n;
+		const char *src = buf + (size_t)n - keep;
+		if (j->tail_len + keep > TAIL_MAX) {
+			size_t drop = j->tail_len + keep - TAIL_MAX;
+			memmove(j->tail, j->tail + drop, j->tail_len - drop);
+			j->tail_len -= drop;
+		}
+		memcpy(j->tail + j->tail_len, src, keep);
+		j->tail_len += keep;
+	}
+}
+
+static void jup_on_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t now)
+{
+	struct jup *j = c->bs;
+	if (n < 6)
+		return;
+	if (it[5].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
+		read_log(j);
+	if (it[4].revents & ZMQ_POLLIN) {
+		if (jupyter_conn_hb_recv(&j->conn) == 1) {
+			j->hb_misses = 0;
+			j->hb_next = now + HB_INTERVAL_MS;
+		}
+	}
+	if (it[3].revents & ZMQ_POLLIN)
+		drain(c, j, JUPYTER_STDIN, now);
+	if (c->bs == j && (it[2].revents & ZMQ_POLLIN))
+		drain(c, j, JUPYTER_CONTROL, now);
+	/* iopub before shell: output precedes the reply that ends a run. */
+	if (c->bs == j && (it[0].revents & ZMQ_POLLIN))
+		drain(c, j, JUPYTER_IOPUB, now);
+	if (c->bs == j && (it[1].revents & ZMQ_POLLIN))
+		drain(c, j, JUPYTER_SHELL, now);
+}
+
+static int jup_execute(struct kernel_ctx *c, const char *code, int silent,
+		       char msg_id[JUPYTER_ID_SIZE])
+{
+	struct jup *j = c->bs;
+	size_t len = c->cur ? c->cur->code_len : strlen(code);
+	json_t *content = json_pack("{s:s%, s:b, s:b, s:{}, s:b, s:b}", "code", code, len,
+				    "silent", silent, "store_history", !silent,
+				    "user_expressions", "allow_stdin", 0, "stop_on_error", 0);
+	if (!content)
+		return -ENOMEM;
+	int r = jupyter_conn_send(&j->conn, JUPYTER_SHELL, "execute_request", content, msg_id);
+	json_decref(content);
+	return r;
+}
+
+static int64_t jup_next_due(struct kernel_ctx *c)
+{
+	struct jup *j = c->bs;
+	if (c->st == KS_STARTING)
+		return j->next_nudge;
+	if (j->conn.hb_waiting)
+		return j->conn.hb_sent_ms + HB_TIMEOUT_MS;
+	return j->hb_next;
+}
+
+static void jup_on_time(struct kernel_ctx *c, int64_t now)
+{
+	struct jup *j = c->bs;
+	if (c->st == KS_STARTING) {
+		if (now >= j->next_nudge)
+			nudge(c, j, now);
+		return;
+	}
+	if (j->conn.hb_waiting && now - j->conn.hb_sent_ms >= HB_TIMEOUT_MS) {
+		j->hb_misses++;
+		log_kv(LOG_WARN, "kernel.heartbeat_missed", "pid=%ld misses=%d", (long)c->proc.pid,
+		       j->hb_misses);
+		if (j->hb_misses >= HB_MISSES) {
+			char why[96];
+			snprintf(why, sizeof(why), "the kernel stopped answering heartbeats for %d s",
+				 HB_MISSES * HB_TIMEOUT_MS / 1000);
+			kernel__on_lost(c, why);
+			return;
+		}
+		jupyter_conn_hb_reset(&j->conn);
+		j->hb_next = now;
+	}
+	if (!j->conn.hb_waiting && now >= j->hb_next)
+		jupyter_conn_hb_ping(&j->conn, now);
+}
+
+static void jup_shutdown(struct kernel_ctx *c)
+{
+	struct jup *j = c->bs;
+	json_t *content = json_pack("{s:b}", "restart", 0);
+	if (content)
+		jupyter_conn_send(&j->conn, JUPYTER_CONTROL, "shutdown_request", content, NULL);
+	json_decref(content);
+}
+
+static void jup_log_tail(struct kernel_ctx *c, char *out, size_t n)
+{
+	struct jup *j = c->bs;
+	if (n == 0)
+		return;
+	out[0] = '\0';
+	if (!j)
+		return;
+	if (j->log_fd >= 0)
+		read_log(j);
+	size_t len = j->tail_len < n - 1 ? j->tail_len : n - 1;
+	memcpy(out, j->tail + j->tail_len - len, len);
+	out[len] = '\0';
+}
+
+const struct kernel_backend kernel_jupyter_backend = {
+	.name = "jupyter",
+	.start = jup_start,
+	.stop = jup_stop,
+	.fill_poll = jup_fill_poll,
+	.on_poll = jup_on_poll,
+	.execute = jup_execute,
+	.next_due = jup_next_due,
+	.on_time = jup_on_time,
+	.shutdown = jup_shutdown,
+	.log_tail = jup_log_tail,
+};

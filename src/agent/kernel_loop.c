@@ -1,0 +1,649 @@
+/*
+ * kernel_loop.c - a context's client thread: owns the kernel process and
+ * its channels, runs queued jobs one at a time, turns kernel messages into
+ * events, and enforces every deadline.
+ *
+ * States (c->st):
+ *
+ *   NONE --start--> STARTING --kernel answers--> READY --dies--> NONE
+ *     ^                |  (dies / no answer in time)     (restart at once,
+ *     |                v                                  run ends in error)
+ *     +--new work-- FAILED   (AUTO: first try the fallback kernel)
+ *
+ * One job runs at a time (c->cur); the rest wait in c->jobs, so a busy
+ * context queues and never sends a second execute_request.  A run ends
+ * when the kernel sent both its reply and idle (or one of them plus
+ * FINISH_GRACE_MS), when the kernel dies, or when the interrupt after a
+ * timeout went unanswered for the grace period (kill + restart).
+ *
+ * Every wait is the one zmq_poll per iteration over: the wake eventfd, the
+ * kernel's pidfd and the backend's sockets/pipes, with a timeout from the
+ * earliest deadline.  Threads: this file runs only on the client thread.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/jupyter_conn.h"
+#include "agent/jupyter_map.h"
+#include "agent/kernel_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* After the reply without idle (or idle without reply), wait this long. */
+#define FINISH_GRACE_MS 3000
+/* Kill: wait this long for the process to be gone. */
+#define KILL_WAIT_MS 3000
+/* Destroy: wait this long after shutdown_request before killing. */
+#define SHUTDOWN_WAIT_MS 500
+/* Reaped by the agent but not yet reported: look again this often, ms. */
+#define DEATH_RECHECK_MS 20
+#define DEATH_REPORT_WAIT_MS 1000
+/* Deaths within this long of being ready count as quick; after this many
+ * quick deaths in a row, restart only when work waits. */
+#define QUICK_DEATH_MS 10000
+#define QUICK_DEATHS 3
+/* Without pidfd support, look for an exit this often, ms. */
+#define NO_PIDFD_POLL_MS 200
+#define POLL_ITEMS_MAX 16
+
+/* AUTO: the interpreter found without ipykernel, so later contexts on it
+ * start the fallback at once instead of failing a launch first. */
+static pthread_mutex_t missing_mu = PTHREAD_MUTEX_INITIALIZER;
+static char missing_python[256];
+
+static int ipykernel_missing(const char *python)
+{
+	pthread_mutex_lock(&missing_mu);
+	int r = python && strcmp(missing_python, python) == 0;
+	pthread_mutex_unlock(&missing_mu);
+	return r;
+}
+
+static void note_ipykernel_missing(const char *python)
+{
+	pthread_mutex_lock(&missing_mu);
+	snprintf(missing_python, sizeof(missing_python), "%s", python ? python : "");
+	pthread_mutex_unlock(&missing_mu);
+}
+
+/* --- the private folder ---------------------------------------------------*/
+
+static int make_dir(struct kernel_ctx *c)
+{
+	if (c->dir[0])
+		return 0;
+	const char *cands[] = { c->cfg.run_dir, "/run/pandastack/kernels", "/tmp" };
+	int r = -ENOENT;
+	for (size_t i = c->cfg.run_dir ? 0 : 1; i < 3; i++) {
+		if (!cands[i] || (r = util_mkdir_p(cands[i], 0700)) < 0)
+			continue;
+		char tmpl[sizeof(c->dir)];
+		if ((size_t)snprintf(tmpl, sizeof(tmpl), "%s/k.XXXXXX", cands[i]) >= JUPYTER_DIR_MAX) {
+			r = -ENAMETOOLONG;
+			continue;
+		}
+		if (!mkdtemp(tmpl)) {
+			r = -errno;
+			continue;
+		}
+		snprintf(c->dir, sizeof(c->dir), "%s", tmpl);
+		return 0;
+	}
+	return r;
+}
+
+/* --- jobs -----------------------------------------------------------------*/
+
+static void kill_kernel(struct kernel_ctx *c, const char *reason);
+
+/* Hand the current run's pending events to the agent.  Each event leaves
+ * the array before it is queued, so once queued only the agent's thread
+ * holds a reference to it (jansson's counts are not shared across threads). */
+static void flush_events(struct kernel_ctx *c)
+{
+	json_t *evs = jupyter_exec_take_events(&c->x);
+	if (!evs)
+		return;
+	int user = c->cur && c->cur->kind == JOB_USER;
+	if (user && json_array_size(evs) > 0) {
+		pthread_mutex_lock(&c->mu);
+		while (json_array_size(evs) > 0) {
+			json_t *ev = json_incref(json_array_get(evs, 0));
+			json_array_remove(evs, 0);
+			kernel__emit_locked(c, c->cur->id, ev);
+		}
+		pthread_mutex_unlock(&c->mu);
+	}
+	json_decref(evs);
+}
+
+static void maybe_announce(struct kernel_ctx *c)
+{
+	if (!c->ready_pending || c->st != KS_READY || c->cur)
+		return;
+	pthread_mutex_lock(&c->mu);
+	int setup_ahead = c->jobs && c->jobs->kind == JOB_SETUP;
+	if (!setup_ahead) {
+		const json_t *li = json_object_get(c->kernel_info, "language_info");
+		const char *ver = json_string_value(json_object_get(li, "version"));
+		json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:i}", "type", "ready", "kernel",
+				       c->be->name, "language", "python", "language_version",
+				       ver ? ver : "", "pid", (int)c->proc.pid);
+		json_decref(c->ready_ev);
+		c->ready_ev = ev ? json_deep_copy(ev) : NULL;
+		c->announced = 1;
+		kernel__emit_locked(c, 0, ev);
+		c->ready_pending = 0;
+	}
+	int pooled = c->pooled;
+	pthread_mutex_unlock(&c->mu);
+	if (!setup_ahead) {
+		log_kv(LOG_INFO, "kernel.ready", "kernel=%s pid=%ld pooled=%d", c->be->name,
+		       (long)c->proc.pid, pooled);
+		if (pooled)
+			kernel__pool_notify();
+	}
+}
+
+/*
+ * End the current job: its events, then done.  err (stolen) overrides the
+ * kernel's error.  A timed-out run reports TimeoutError with the kernel's
+ * traceback of the interrupt.
+ */
+static void finish(struct kernel_ctx *c, json_t *err)
+{
+	struct kernel_job *j = c->cur;
+	int64_t now = util_now_ms();
+	if (!j) {
+		json_decref(err);
+		return;
+	}
+	flush_events(c);
+	if (!err && c->cur_timed_out) {
+		char v[160];
+		snprintf(v, sizeof(v), "execution timed out after %lld ms and was interrupted",
+			 (long long)j->timeout_ms);
+		const json_t *kerr = c->x.error ? c->x.error : c->x.reply_error;
+		err = jupyter_make_error("TimeoutError", v,
+					 json_string_value(json_object_get(kerr, "traceback")));
+	}
+	int ask_exit = c->x.ask_exit;
+	json_t *done = jupyter_exec_done(&c->x, now - c->cur_started, c->cur_timed_out, err);
+	if (j->kind == JOB_USER) {
+		kernel__emit(c, j->id, done);
+	} else {
+		json_t *e = json_object_get(done, "error");
+		if (json_is_object(e))
+			log_kv(LOG_WARN, "kernel.setup_failed", "what=%s name=%s", j->what,
+			       json_string_value(json_object_get(e, "name")));
+		json_decref(done);
+	}
+	jupyter_exec_clear(&c->x);
+	c->cur = NULL;
+	c->cur_deadline = c->grace_deadline = c->finish_deadline = 0;
+	c->cur_timed_out = c->cur_interrupted = 0;
+	pthread_mutex_lock(&c->mu);
+	c->running_id = 0;
+	c->idle_since_ms = now;
+	pthread_mutex_unlock(&c->mu);
+	kernel__job_free(j);
+	/* exit()/quit(): ipykernel stops by itself ~0.1 s after its reply;
+	 * replace it now, so no later run is sent to a kernel on its way out. */
+	if (ask_exit && c->proc.pid > 0)
+		kill_kernel(c, "the kernel exited: the code called exit()");
+	maybe_announce(c);
+}
+
+static void finish_with(struct kernel_ctx *c, const char *name, const char *value)
+{
+	finish(c, jupyter_make_error(name, value, ""));
+}
+
+static void start_next(struct kernel_ctx *c)
+{
+	if (c->st != KS_READY || c->cur)
+		return;
+	pthread_mutex_lock(&c->mu);
+	struct kernel_job *j = c->jobs;
+	if (j) {
+		c->jobs = j->next;
+		if (!c->jobs)
+			c->jobs_tail = NULL;
+		j->next = NULL;
+		c->running_id = j->id;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!j)
+		return;
+	c->cur = j;
+	c->cur_started = util_now_ms();
+	c->cur_deadline = j->timeout_ms > 0 ? c->cur_started + j->timeout_ms : 0;
+	char msg_id[JUPYTER_ID_SIZE] = "";
+	int r = jupyter_exec_init(&c->x, "", c->cfg.output_cap);
+	if (r == 0)
+		r = c->be->execute(c, j->code, j->kind != JOB_USER, msg_id);
+	if (r < 0) {
+		char v[128];
+		snprintf(v, sizeof(v), "could not send the code to the kernel: %s", strerror(-r));
+		finish_with(c, "KernelError", v);
+		return;
+	}
+	snprintf(c->x.msg_id, sizeof(c->x.msg_id), "%s", msg_id);
+}
+
+/* Fail every queued user job (and drop setup jobs) with name/value. */
+static void fail_queue(struct kernel_ctx *c, const char *name, const char *value)
+{
+	pthread_mutex_lock(&c->mu);
+	struct kernel_job *j = c->jobs;
+	c->jobs = c->jobs_tail = NULL;
+	while (j) {
+		struct kernel_job *n = j->next;
+		kernel__fail_job_locked(c, j, name, value);
+		kernel__job_free(j);
+		j = n;
+	}
+	c->idle_since_ms = util_now_ms();
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* --- the kernel's life ----------------------------------------------------*/
+
+static void set_pid(struct kernel_ctx *c, pid_t pid)
+{
+	pthread_mutex_lock(&c->mu);
+	c->pid_pub = pid;
+	if (pid == 0)
+		c->announced = 0;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Close channels and forget the process (already ended or abandoned);
+ * what is left of its process group (children it started) is killed, as
+ * its state is gone. */
+static void drop_kernel(struct kernel_ctx *c)
+{
+	if (c->proc.pid > 0)
+		kernel_proc_signal(&c->proc, SIGKILL);
+	if (c->be)
+		c->be->stop(c);
+	c->bs = NULL;
+	kernel_proc_release(&c->proc);
+	json_decref(c->kernel_info);
+	c->kernel_info = NULL;
+	c->ready_pending = 0;
+	c->death_wait_until = 0;
+	set_pid(c, 0);
+}
+
+/* The kernel could not start: fall back (AUTO) or give up for now. */
+static void start_failed(struct kernel_ctx *c, const char *why)
+{
+	int was_jupyter = c->be == &kernel_jupyter_backend;
+	if (c->proc.pid > 0 && !c->proc.exited)
+		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
+	drop_kernel(c);
+	c->st = KS_NONE;
+	if (c->cfg.kind == KERNEL_AUTO && was_jupyter && !c->fallback_tried) {
+		c->fallback_tried = 1;
+		if (strstr(why, "No module named"))
+			note_ipykernel_missing(c->cfg.python);
+		char q[300];
+		log_kv(LOG_INFO, "kernel.fallback", "reason=%s", log_quote(why, q, sizeof(q)));
+		return;
+	}
+	c->st = KS_FAILED;
+	char q[300];
+	log_kv(LOG_WARN, "kernel.start_failed", "reason=%s", log_quote(why, q, sizeof(q)));
+	char v[400];
+	snprintf(v, sizeof(v), "the kernel could not start: %s", why);
+	if (c->cur)
+		finish_with(c, "KernelError", v);
+	fail_queue(c, "KernelError", v);
+	pthread_mutex_lock(&c->mu);
+	snprintf(c->fail_reason, sizeof(c->fail_reason), "%s", why);
+	kernel__emit_locked(c, 0, json_pack("{s:s, s:s}", "type", "failed", "error", v));
+	int pooled = c->pooled;
+	pthread_mutex_unlock(&c->mu);
+	if (pooled)
+		kernel__pool_notify();
+}
+
+static void start_kernel(struct kernel_ctx *c)
+{
+	int fallback = c->cfg.kind == KERNEL_FALLBACK ||
+		       (c->cfg.kind == KERNEL_AUTO &&
+			(c->fallback_tried || ipykernel_missing(c->cfg.python)));
+	c->be = fallback ? &kernel_fallback_backend : &kernel_jupyter_backend;
+	c->kill_reason[0] = '\0';
+	int r = make_dir(c);
+	if (r == 0)
+		r = c->be->start(c);
+	if (r < 0) {
+		char why[160];
+		snprintf(why, sizeof(why), "%s: %s", c->dir[0] ? "starting python" : "private folder",
+			 strerror(-r));
+		c->st = KS_STARTING;
+		start_failed(c, why);
+		return;
+	}
+	c->st = KS_STARTING;
+	c->start_deadline = util_now_ms() + c->cfg.start_timeout_ms;
+	set_pid(c, c->proc.pid);
+	log_kv(LOG_INFO, "kernel.start", "kernel=%s pid=%ld", c->be->name, (long)c->proc.pid);
+}
+
+/* why, plus the last line the kernel printed (for start failures). */
+static void with_last_words(struct kernel_ctx *c, const char *why, char *out, size_t n)
+{
+	char tail[512] = "";
+	if (c->be && c->bs && c->be->log_tail)
+		c->be->log_tail(c, tail, sizeof(tail));
+	size_t len = strlen(tail);
+	while (len > 0 && (tail[len - 1] == '\n' || tail[len - 1] == '\r' || tail[len - 1] == ' '))
+		tail[--len] = '\0';
+	char *last = strrchr(tail, '\n');
+	last = last ? last + 1 : tail;
+	if (*last)
+		snprintf(out, n, "%s: %s", why, last);
+	else
+		snprintf(out, n, "%s", why);
+}
+
+/* The process ended (status known, or given up on). */
+static void on_death(struct kernel_ctx *c)
+{
+	char why[256];
+	int ours = c->kill_reason[0] != '\0';
+	if (ours)
+		snprintf(why, sizeof(why), "%s", c->kill_reason);
+	else
+		kernel_proc_describe(&c->proc, why, sizeof(why));
+	c->kill_reason[0] = '\0';
+	/* A kernel that keeps dying on its own soon after it started is not
+	 * restarted in a loop: after QUICK_DEATHS the next start waits for work. */
+	if (!ours && c->st == KS_READY) {
+		int quick = util_now_ms() - c->ready_at_ms < QUICK_DEATH_MS;
+		c->quick_deaths = quick ? c->quick_deaths + 1 : 0;
+		c->lazy_start = c->quick_deaths >= QUICK_DEATHS;
+	}
+	if (c->st == KS_STARTING) {
+		char full[400];
+		with_last_words(c, why, full, sizeof(full));
+		start_failed(c, full);
+		return;
+	}
+	drop_kernel(c);
+	c->st = KS_NONE;
+	char q[300];
+	log_kv(LOG_WARN, "kernel.died", "reason=%s", log_quote(why, q, sizeof(q)));
+	if (c->cur) {
+		char v[400];
+		snprintf(v, sizeof(v), "%s; the kernel was restarted and its state is lost", why);
+		if (c->cur_timed_out)
+			finish_with(c, "TimeoutError", v);
+		else
+			finish_with(c, "DeadKernelError", v);
+	}
+	kernel__emit(c, 0, json_pack("{s:s, s:s}", "type", "restarted", "reason", why));
+}
+
+/* Kill the kernel's group for reason, then handle the death. */
+static void kill_kernel(struct kernel_ctx *c, const char *reason)
+{
+	if (c->proc.pid <= 0)
+		return;
+	kernel_proc_kill(&c->proc, KILL_WAIT_MS);
+	snprintf(c->kill_reason, sizeof(c->kill_reason), "%s", reason);
+	on_death(c);
+}
+
+static void check_death(struct kernel_ctx *c, int64_t now)
+{
+	if (c->proc.pid <= 0)
+		return;
+	int r = kernel_proc_poll(&c->proc);
+	if (r == 1) {
+		on_death(c);
+	} else if (r == -EAGAIN) {
+		if (!c->death_wait_until)
+			c->death_wait_until = now + DEATH_REPORT_WAIT_MS;
+		if (now >= c->death_wait_until) {
+			kernel_proc_give_up(&c->proc);
+			on_death(c);
+		}
+	}
+}
+
+static void interrupt(struct kernel_ctx *c, int timed_out, int64_t now)
+{
+	if (!c->cur || c->cur_interrupted)
+		return;
+	c->cur_interrupted = 1;
+	c->cur_timed_out |= timed_out;
+	c->grace_deadline = now + c->cfg.interrupt_grace_ms;
+	int r = kernel_proc_signal(&c->proc, SIGINT);
+	log_kv(LOG_INFO, "kernel.interrupt", "pid=%ld timed_out=%d r=%d", (long)c->proc.pid,
+	       timed_out, r);
+}
+
+/* --- callbacks from the backends ------------------------------------------*/
+
+void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
+{
+	if (!c->cur)
+		return;
+	int r = jupyter_exec_feed(&c->x, m);
+	if (r <= 0)
+		return;
+	flush_events(c);
+	if (jupyter_exec_complete(&c->x)) {
+		finish(c, NULL);
+	} else if ((c->x.got_reply || c->x.got_idle) && !c->finish_deadline) {
+		c->finish_deadline = util_now_ms() + FINISH_GRACE_MS;
+	}
+}
+
+void kernel__on_ready(struct kernel_ctx *c, const json_t *kernel_info)
+{
+	if (c->st != KS_STARTING)
+		return;
+	c->st = KS_READY;
+	c->ready_at_ms = util_now_ms();
+	c->start_deadline = 0;
+	json_decref(c->kernel_info);
+	c->kernel_info = kernel_info ? json_deep_copy(kernel_info) : json_object();
+	c->ready_pending = 1;
+	maybe_announce(c);
+}
+
+void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_t n)
+{
+	if (!c->cur || c->cur->kind != JOB_USER)
+		return;
+	if (jupyter_exec_stream(&c->x, is_stderr, s, n) == 0)
+		flush_events(c);
+}
+
+void kernel__on_lost(struct kernel_ctx *c, const char *why)
+{
+	kill_kernel(c, why);
+}
+
+/* --- the loop -------------------------------------------------------------*/
+
+/* Requests from the agent's thread.  Returns 1 when asked to stop. */
+static int take_requests(struct kernel_ctx *c, int64_t now)
+{
+	pthread_mutex_lock(&c->mu);
+	int stop = c->stop, intr = c->interrupt_req, restart = c->restart_req;
+	int have_jobs = c->jobs != NULL;
+	struct kernel_cfg *h = c->handover;
+	c->interrupt_req = c->restart_req = 0;
+	c->handover = NULL;
+	pthread_mutex_unlock(&c->mu);
+	if (h) {
+		/* A spare was taken: its new owner's settings for later restarts. */
+		char *python = c->cfg.python;
+		c->cfg.python = NULL;
+		enum kernel_kind kind = c->cfg.kind;
+		kernel__cfg_clear(&c->cfg);
+		c->cfg = *h;
+		free(c->cfg.python);
+		c->cfg.python = python;
+		c->cfg.kind = kind;
+		c->cfg.nice = 0;
+		free(h);
+	}
+	if (stop)
+		return 1;
+	if (intr)
+		interrupt(c, 0, now);
+	if (restart && c->st == KS_READY && c->proc.pid > 0)
+		kill_kernel(c, "the kernel was restarted on request");
+	if (c->st == KS_FAILED && have_jobs)
+		c->st = KS_NONE; /* new work: try again */
+	return 0;
+}
+
+static int has_work(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int r = c->jobs != NULL;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+static int64_t min_due(int64_t a, int64_t b)
+{
+	if (b <= 0)
+		return a;
+	return a < b ? a : b;
+}
+
+static int64_t next_deadline(struct kernel_ctx *c)
+{
+	int64_t due = INT64_MAX;
+	if (c->st == KS_STARTING)
+		due = min_due(due, c->start_deadline);
+	due = min_due(due, c->cur_interrupted ? 0 : c->cur_deadline);
+	due = min_due(due, c->grace_deadline);
+	due = min_due(due, c->finish_deadline);
+	if (c->death_wait_until)
+		due = min_due(due, util_now_ms() + DEATH_RECHECK_MS);
+	if (c->proc.pid > 0 && c->proc.pidfd < 0)
+		due = min_due(due, util_now_ms() + NO_PIDFD_POLL_MS);
+	if (c->be && c->bs && (c->st == KS_STARTING || c->st == KS_READY))
+		due = min_due(due, c->be->next_due(c));
+	return due;
+}
+
+static void on_timers(struct kernel_ctx *c, int64_t now)
+{
+	if (c->st == KS_STARTING && c->start_deadline && now >= c->start_deadline) {
+		char why[96], full[400];
+		snprintf(why, sizeof(why), "no answer within %lld ms",
+			 (long long)c->cfg.start_timeout_ms);
+		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
+		with_last_words(c, why, full, sizeof(full));
+		start_failed(c, full);
+		return;
+	}
+	if (c->cur && c->cur_deadline && !c->cur_interrupted && now >= c->cur_deadline)
+		interrupt(c, 1, now);
+	if (c->cur && c->grace_deadline && now >= c->grace_deadline) {
+		char why[160];
+		snprintf(why, sizeof(why), "the kernel did not stop within %lld ms of the interrupt",
+			 (long long)c->cfg.interrupt_grace_ms);
+		kill_kernel(c, why);
+		return;
+	}
+	if (c->cur && c->finish_deadline && now >= c->finish_deadline)
+		finish(c, NULL);
+	if (c->death_wait_until || (c->proc.pid > 0 && c->proc.pidfd < 0))
+		check_death(c, now);
+	if (c->be && c->bs && (c->st == KS_STARTING || c->st == KS_READY))
+		c->be->on_time(c, now);
+}
+
+/* Destroy: ask politely, then kill the group; remove the folder. */
+static void teardown(struct kernel_ctx *c)
+{
+	if (c->proc.pid > 0 && !c->proc.exited) {
+		if (c->be && c->bs && c->be->shutdown && c->st == KS_READY) {
+			c->be->shutdown(c);
+			int64_t end = util_now_ms() + SHUTDOWN_WAIT_MS;
+			while (kernel_proc_poll(&c->proc) == 0 && util_now_ms() < end) {
+				zmq_pollitem_t it = { .fd = c->proc.pidfd, .events = ZMQ_POLLIN };
+				if (c->proc.pidfd >= 0)
+					zmq_poll(&it, 1, 50);
+				else
+					usleep(10000);
+			}
+		}
+		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
+	}
+	drop_kernel(c);
+	if (c->cur) {
+		jupyter_exec_clear(&c->x);
+		kernel__job_free(c->cur);
+		c->cur = NULL;
+	}
+	if (c->dir[0])
+		util_rm_rf(c->dir);
+	kernel__cfg_clear(&c->cfg);
+	log_kv(LOG_DEBUG, "kernel.destroyed", "dir=%s", c->dir);
+}
+
+void *kernel__thread_main(void *arg)
+{
+	struct kernel_ctx *c = arg;
+	zmq_pollitem_t it[POLL_ITEMS_MAX];
+	for (;;) {
+		int64_t now = util_now_ms();
+		if (take_requests(c, now))
+			break;
+		if (c->st == KS_NONE && (!c->lazy_start || has_work(c)))
+			start_kernel(c);
+		start_next(c);
+
+		int n = 0, pid_item = -1;
+		it[n++] = (zmq_pollitem_t){ .fd = c->wake_fd, .events = ZMQ_POLLIN };
+		if (c->proc.pid > 0 && c->proc.pidfd >= 0 && !c->death_wait_until) {
+			pid_item = n;
+			it[n++] = (zmq_pollitem_t){ .fd = c->proc.pidfd, .events = ZMQ_POLLIN };
+		}
+		int nb_first = n, nb = 0;
+		if (c->be && c->bs)
+			nb = c->be->fill_poll(c, it + n, POLL_ITEMS_MAX - n);
+		n += nb;
+		int64_t due = next_deadline(c);
+		now = util_now_ms();
+		long wait = due == INT64_MAX ? -1 : (due <= now ? 0 : (long)(due - now));
+		if (zmq_poll(it, n, wait) < 0 && errno != EINTR && errno != ETERM) {
+			log_kv(LOG_ERROR, "kernel.poll_failed", "errno=%d", errno);
+			usleep(10000);
+			continue;
+		}
+		now = util_now_ms();
+		if (it[0].revents & ZMQ_POLLIN) {
+			uint64_t v;
+			ssize_t rd = read(c->wake_fd, &v, sizeof(v));
+			(void)rd;
+		}
+		/* Channels first: the last output and idle precede the exit. */
+		if (nb && c->bs)
+			c->be->on_poll(c, it + nb_first, nb, now);
+		if (pid_item >= 0 && (it[pid_item].revents & ZMQ_POLLIN) && c->proc.pid > 0)
+			check_death(c, now);
+		on_timers(c, now);
+	}
+	teardown(c);
+	kernel__ctx_finish(c);
+	return NULL;
+}

@@ -1,0 +1,251 @@
+/*
+ * op_file.c - file_write and file_read (docs/agent-protocol.md): whole files
+ * streamed as raw DATA under the credit window.
+ *
+ * file_write writes into a temporary file next to the target
+ * (".<name>.pandastack-<n>", mode 0600 while open) and renames it over the
+ * target at EOF, so readers see the old file or the new one, never a part.
+ * The mode is applied with fchmod (the umask does not apply).  A cancel, an
+ * error or the host's departure removes the temporary file.
+ *
+ * file_read streams a regular file (other types are refused: a FIFO or a
+ * device could block the loop or never end).  Disk reads and writes are
+ * synchronous; each is at most 64 KiB, so the loop stays responsive.
+ *
+ * Threads: the loop thread only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/stream.h"
+#include "common/util.h"
+
+#define READS_PER_PUMP 8
+
+/* --- file_write --------------------------------------------------------------- */
+
+struct fw_op {
+	int fd;
+	char *path;      /* owned */
+	char tmp[PATH_MAX];
+	unsigned mode;
+	uint64_t size;
+};
+
+static void fw_discard(struct fw_op *w)
+{
+	if (w->fd >= 0) {
+		close(w->fd);
+		w->fd = -1;
+		unlink(w->tmp);
+	}
+}
+
+static int fw_input(struct astream *s, const uint8_t *p, uint32_t len)
+{
+	struct fw_op *w = s->op;
+	if (w->fd < 0)
+		return -EBADF;
+	int r = util_write_all(w->fd, p, len);
+	if (r < 0)
+		return r; /* the session cancels (removes tmp) and ends with r */
+	w->size += len;
+	stream_consumed(s, len);
+	return 0;
+}
+
+static int fw_input_eof(struct astream *s)
+{
+	struct fw_op *w = s->op;
+	if (w->fd < 0)
+		return -EBADF;
+	int r = 0;
+	if (fchmod(w->fd, w->mode) < 0)
+		r = -errno;
+	if (close(w->fd) < 0 && !r)
+		r = -errno;
+	w->fd = -1;
+	if (!r && rename(w->tmp, w->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(w->tmp);
+		stream_end_err(s, r, "writing %s: %s", w->path, strerror(-r));
+		return 0;
+	}
+	json_t *o = json_object();
+	if (o)
+		json_object_set_new(o, "size", json_integer((json_int_t)w->size));
+	stream_end(s, o);
+	return 0;
+}
+
+static void fw_cancel(struct astream *s)
+{
+	fw_discard(s->op);
+}
+
+static void fw_destroy(struct astream *s)
+{
+	struct fw_op *w = s->op;
+	fw_discard(w);
+	free(w->path);
+	free(w);
+	s->op = NULL;
+}
+
+static const struct op_ops file_write_ops = {
+	.name = "file_write",
+	.input = fw_input,
+	.input_eof = fw_input_eof,
+	.cancel = fw_cancel,
+	.destroy = fw_destroy,
+};
+
+int op_file_write_start(struct astream *s, struct agent_req *req)
+{
+	const char *path = req->path;
+	size_t len = strlen(path);
+	if (path[len - 1] == '/') {
+		stream_end_err(s, EISDIR, "%s: names a directory", path);
+		return 0;
+	}
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	size_t dl = slash == path ? 1 : (size_t)(slash - path);
+	memcpy(dir, path, dl);
+	dir[dl] = '\0';
+	if (req->parents) {
+		int r = util_mkdir_p(dir, 0755);
+		if (r < 0) {
+			stream_end_err(s, r, "creating %s: %s", dir, strerror(-r));
+			return 0;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		stream_end_err(s, EISDIR, "%s: is a directory", path);
+		return 0;
+	}
+	struct fw_op *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->mode = req->mode;
+	if (snprintf(w->tmp, sizeof(w->tmp), "%s/.%s.pandastack-%llu", dl == 1 ? "" : dir,
+		     slash + 1, (unsigned long long)++s->env->seq) >= (int)sizeof(w->tmp)) {
+		free(w);
+		return -ENAMETOOLONG;
+	}
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		int e = errno;
+		free(w);
+		stream_end_err(s, e, "%s: %s", path, strerror(e));
+		return 0;
+	}
+	w->path = req->path;
+	req->path = NULL;
+	s->op = w;
+	s->ops = &file_write_ops;
+	return 0;
+}
+
+/* --- file_read ------------------------------------------------------------------ */
+
+struct fr_op {
+	int fd;
+	uint64_t sent;
+};
+
+static void fr_pump(struct astream *s)
+{
+	static uint8_t buf[PROTO_MAX_DATA];
+	struct fr_op *f = s->op;
+	for (int i = 0; i < READS_PER_PUMP && f->fd >= 0; i++) {
+		uint32_t room = stream_room(s);
+		if (room == 0)
+			return; /* WINDOW or a written frame calls us again */
+		size_t want = room < sizeof(buf) ? room : sizeof(buf);
+		ssize_t n = read(f->fd, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			stream_end_err(s, e, "read: %s", strerror(e));
+			return;
+		}
+		if (n == 0) {
+			close(f->fd);
+			f->fd = -1;
+			stream_eof(s, PROTO_CH_STDOUT);
+			json_t *o = json_object();
+			if (o)
+				json_object_set_new(o, "size", json_integer((json_int_t)f->sent));
+			stream_end(s, o);
+			return;
+		}
+		stream_data(s, PROTO_CH_STDOUT, buf, (uint32_t)n);
+		f->sent += (uint64_t)n;
+	}
+	stream_kick(s); /* more to read: come back after other work */
+}
+
+static void fr_destroy(struct astream *s)
+{
+	struct fr_op *f = s->op;
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f);
+	s->op = NULL;
+}
+
+static const struct op_ops file_read_ops = {
+	.name = "file_read",
+	.pump = fr_pump,
+	.destroy = fr_destroy,
+};
+
+int op_file_read_start(struct astream *s, struct agent_req *req)
+{
+	int fd = open(req->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		stream_end_err(s, e, "%s: %s", req->path, strerror(e));
+		return 0;
+	}
+	struct stat st;
+	int e = fstat(fd, &st) < 0 ? errno : 0;
+	if (!e && S_ISDIR(st.st_mode))
+		e = EISDIR;
+	else if (!e && !S_ISREG(st.st_mode))
+		e = EINVAL;
+	if (e) {
+		close(fd);
+		stream_end_err(s, e, "%s: %s", req->path,
+			       e == EINVAL ? "not a regular file" : strerror(e));
+		return 0;
+	}
+	struct fr_op *f = calloc(1, sizeof(*f));
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->fd = fd;
+	s->op = f;
+	s->ops = &file_read_ops;
+	json_t *ev = json_object();
+	if (ev) {
+		json_object_set_new(ev, "event", json_string("stat"));
+		json_object_set_new(ev, "size", json_integer((json_int_t)st.st_size));
+		json_object_set_new(ev, "mode", json_integer(st.st_mode & 07777));
+		stream_event(s, ev);
+	}
+	stream_kick(s);
+	return 0;
+}

@@ -1,0 +1,354 @@
+/*
+ * request.c - validation of OPEN requests (see request.h).
+ *
+ * Each op has a list of allowed fields; every field present is checked for
+ * its JSON type and range, null counts as absent for optional fields, and
+ * any other key is refused so a misspelt option never passes silently.
+ * Pure: no I/O; the only side effect is allocation.
+ */
+#include "agent/request.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* Field flags. */
+#define F_REQ 1u /* required */
+
+enum ftype { T_STRING, T_PATH, T_BOOL, T_UINT, T_OBJECT };
+
+struct field {
+	const char *name;
+	enum ftype type;
+	unsigned flags;
+};
+
+struct op_spec {
+	const char *name;
+	enum agent_op op;
+	const struct field *fields; /* terminated by name == NULL */
+};
+
+static const struct field restore_fields[] = {
+	{"wall_clock_ns", T_STRING, F_REQ},
+	{"entropy", T_STRING, F_REQ},
+	{NULL, 0, 0},
+};
+static const struct field exec_fields[] = {
+	{"cmd", T_STRING, F_REQ}, {"env", T_OBJECT, 0},     {"cwd", T_PATH, 0},
+	{"timeout_ms", T_UINT, 0}, {"stdin", T_BOOL, 0},     {"output_cap", T_UINT, 0},
+	{NULL, 0, 0},
+};
+static const struct field file_write_fields[] = {
+	{"path", T_PATH, F_REQ}, {"mode", T_UINT, 0}, {"parents", T_BOOL, 0}, {NULL, 0, 0},
+};
+static const struct field path_fields[] = {
+	{"path", T_PATH, F_REQ},
+	{NULL, 0, 0},
+};
+static const struct field remove_fields[] = {
+	{"path", T_PATH, F_REQ},
+	{"recursive", T_BOOL, 0},
+	{NULL, 0, 0},
+};
+static const struct field mkdir_fields[] = {
+	{"path", T_PATH, F_REQ}, {"parents", T_BOOL, 0}, {"mode", T_UINT, 0}, {NULL, 0, 0},
+};
+
+static const struct op_spec ops[] = {
+	{"restore", AGENT_OP_RESTORE, restore_fields},
+	{"exec", AGENT_OP_EXEC, exec_fields},
+	{"file_write", AGENT_OP_FILE_WRITE, file_write_fields},
+	{"file_read", AGENT_OP_FILE_READ, path_fields},
+	{"stat", AGENT_OP_STAT, path_fields},
+	{"list", AGENT_OP_LIST, path_fields},
+	{"remove", AGENT_OP_REMOVE, remove_fields},
+	{"mkdir", AGENT_OP_MKDIR, mkdir_fields},
+};
+
+const char *agent_op_name(enum agent_op op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].op == op)
+			return ops[i].name;
+	return "?";
+}
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* A copy of the JSON string v (NUL-free by jansson's parser default). */
+static char *dup_string(json_t *v)
+{
+	size_t n = json_string_length(v);
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, json_string_value(v), n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+/* Check one field's JSON type and basic shape. */
+static int check_type(const struct field *f, json_t *v, char *err, size_t errlen)
+{
+	switch (f->type) {
+	case T_STRING:
+		if (!json_is_string(v))
+			return fail(err, errlen, -EINVAL, "%s: must be a string", f->name);
+		return 0;
+	case T_PATH: {
+		if (!json_is_string(v))
+			return fail(err, errlen, -EINVAL, "%s: must be a string", f->name);
+		size_t n = json_string_length(v);
+		const char *s = json_string_value(v);
+		if (n > AGENT_REQ_PATH_MAX)
+			return fail(err, errlen, -E2BIG, "%s: longer than %u bytes", f->name,
+				    AGENT_REQ_PATH_MAX);
+		if (n == 0 || s[0] != '/')
+			return fail(err, errlen, -EINVAL, "%s: must be an absolute path", f->name);
+		if (memchr(s, '\0', n))
+			return fail(err, errlen, -EINVAL, "%s: contains NUL", f->name);
+		return 0;
+	}
+	case T_BOOL:
+		if (!json_is_boolean(v))
+			return fail(err, errlen, -EINVAL, "%s: must be true or false", f->name);
+		return 0;
+	case T_UINT:
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return fail(err, errlen, -EINVAL, "%s: must be a non-negative integer",
+				    f->name);
+		return 0;
+	case T_OBJECT:
+		if (!json_is_object(v))
+			return fail(err, errlen, -EINVAL, "%s: must be an object", f->name);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Field value or NULL when absent or null. */
+static json_t *get(json_t *root, const char *name)
+{
+	json_t *v = json_object_get(root, name);
+	return (v && !json_is_null(v)) ? v : NULL;
+}
+
+static int parse_u64_decimal(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!*s || strlen(s) > 20)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_env(json_t *obj, struct agent_req *r, char *err, size_t errlen)
+{
+	size_t n = json_object_size(obj);
+	if (n > AGENT_REQ_ENV_MAX_VARS)
+		return fail(err, errlen, -E2BIG, "env: more than %u variables",
+			    AGENT_REQ_ENV_MAX_VARS);
+	r->env = calloc(n + 1, sizeof(char *));
+	if (!r->env)
+		return -ENOMEM;
+	size_t total = 0;
+	const char *key;
+	json_t *val;
+	json_object_foreach(obj, key, val) {
+		if (!json_is_string(val))
+			return fail(err, errlen, -EINVAL, "env: values must be strings");
+		size_t kl = strlen(key), vl = json_string_length(val);
+		if (kl == 0 || strchr(key, '='))
+			return fail(err, errlen, -EINVAL,
+				    "env: names must be non-empty and without '='");
+		if (memchr(json_string_value(val), '\0', vl))
+			return fail(err, errlen, -EINVAL, "env: value contains NUL");
+		if (kl + vl + 2 > AGENT_REQ_ENV_MAX_BYTES - total)
+			return fail(err, errlen, -E2BIG, "env: larger than %u bytes",
+				    AGENT_REQ_ENV_MAX_BYTES);
+		total += kl + vl + 2;
+		char *kv = malloc(kl + vl + 2);
+		if (!kv)
+			return -ENOMEM;
+		memcpy(kv, key, kl);
+		kv[kl] = '=';
+		memcpy(kv + kl + 1, json_string_value(val), vl);
+		kv[kl + vl + 1] = '\0';
+		r->env[r->nenv++] = kv;
+	}
+	return 0;
+}
+
+/* Fill r from the checked object root for op spec sp. */
+static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, char *err,
+		size_t errlen)
+{
+	json_t *v;
+	r->op = sp->op;
+	if ((v = get(root, "path")) && !(r->path = dup_string(v)))
+		return -ENOMEM;
+	switch (sp->op) {
+	case AGENT_OP_RESTORE: {
+		if (parse_u64_decimal(json_string_value(get(root, "wall_clock_ns")),
+				      &r->wall_clock_ns) < 0)
+			return fail(err, errlen, -EINVAL,
+				    "wall_clock_ns: must be a decimal u64 string");
+		if (util_unhex(json_string_value(get(root, "entropy")), r->entropy,
+			       sizeof(r->entropy)) < 0)
+			return fail(err, errlen, -EINVAL, "entropy: must be %u hex digits",
+				    2 * AGENT_REQ_ENTROPY_BYTES);
+		return 0;
+	}
+	case AGENT_OP_EXEC: {
+		v = get(root, "cmd");
+		if (json_string_length(v) > AGENT_REQ_CMD_MAX)
+			return fail(err, errlen, -E2BIG, "cmd: longer than %u bytes",
+				    AGENT_REQ_CMD_MAX);
+		if (memchr(json_string_value(v), '\0', json_string_length(v)))
+			return fail(err, errlen, -EINVAL, "cmd: contains NUL");
+		if (!(r->cmd = dup_string(v)))
+			return -ENOMEM;
+		if ((v = get(root, "cwd")) && !(r->cwd = dup_string(v)))
+			return -ENOMEM;
+		if ((v = get(root, "env"))) {
+			int e = parse_env(v, r, err, errlen);
+			if (e < 0)
+				return e;
+		}
+		if ((v = get(root, "timeout_ms"))) {
+			if ((uint64_t)json_integer_value(v) > AGENT_REQ_TIMEOUT_MAX_MS)
+				return fail(err, errlen, -EINVAL, "timeout_ms: above %llu",
+					    (unsigned long long)AGENT_REQ_TIMEOUT_MAX_MS);
+			r->timeout_ms = (uint64_t)json_integer_value(v);
+		}
+		r->want_stdin = (v = get(root, "stdin")) ? json_is_true(v) : 0;
+		r->output_cap = AGENT_REQ_OUTPUT_CAP_DEFAULT;
+		if ((v = get(root, "output_cap"))) {
+			if ((uint64_t)json_integer_value(v) > AGENT_REQ_OUTPUT_CAP_MAX)
+				return fail(err, errlen, -EINVAL, "output_cap: above %llu",
+					    (unsigned long long)AGENT_REQ_OUTPUT_CAP_MAX);
+			r->output_cap = (uint64_t)json_integer_value(v);
+		}
+		return 0;
+	}
+	case AGENT_OP_FILE_WRITE:
+	case AGENT_OP_MKDIR:
+		r->mode = sp->op == AGENT_OP_MKDIR ? 0755 : 0644;
+		if ((v = get(root, "mode"))) {
+			if (json_integer_value(v) > 07777)
+				return fail(err, errlen, -EINVAL, "mode: above 07777");
+			r->mode = (unsigned)json_integer_value(v);
+		}
+		r->parents = (v = get(root, "parents")) ? json_is_true(v) : 1;
+		return 0;
+	case AGENT_OP_REMOVE:
+		r->recursive = (v = get(root, "recursive")) ? json_is_true(v) : 0;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int agent_req_parse(const void *json, size_t len, struct agent_req *out, char *err,
+		    size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (err && errlen)
+		err[0] = '\0';
+	json_error_t jerr;
+	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return fail(err, errlen, -EBADMSG, "bad JSON: %s", jerr.text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return fail(err, errlen, -EBADMSG, "request must be a JSON object");
+	}
+	int rc;
+	json_t *opv = json_object_get(root, "op");
+	const struct op_spec *sp = NULL;
+	if (!json_is_string(opv)) {
+		rc = fail(err, errlen, -EINVAL, "op: missing or not a string");
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(ops[i].name, json_string_value(opv)) == 0)
+			sp = &ops[i];
+	if (!sp) {
+		char q[64];
+		rc = fail(err, errlen, -EINVAL, "unknown op %s",
+			  log_quote(json_string_value(opv), q, sizeof(q)));
+		goto out;
+	}
+	/* every key must be "op" or a field of this op */
+	const char *key;
+	json_t *val;
+	json_object_foreach(root, key, val) {
+		if (strcmp(key, "op") == 0)
+			continue;
+		const struct field *f = sp->fields;
+		while (f->name && strcmp(f->name, key) != 0)
+			f++;
+		if (!f->name) {
+			char q[64];
+			rc = fail(err, errlen, -EINVAL, "%s: unknown field %s", sp->name,
+				  log_quote(key, q, sizeof(q)));
+			goto out;
+		}
+		if (json_is_null(val) && !(f->flags & F_REQ))
+			continue;
+		if ((rc = check_type(f, val, err, errlen)) < 0)
+			goto out;
+	}
+	for (const struct field *f = sp->fields; f->name; f++) {
+		if ((f->flags & F_REQ) && !get(root, f->name)) {
+			rc = fail(err, errlen, -EINVAL, "%s: missing field %s", sp->name, f->name);
+			goto out;
+		}
+	}
+	rc = fill(sp, root, out, err, errlen);
+out:
+	json_decref(root);
+	if (rc < 0)
+		agent_req_free(out);
+	return rc;
+}
+
+void agent_req_free(struct agent_req *r)
+{
+	free(r->path);
+	free(r->cmd);
+	free(r->cwd);
+	if (r->env)
+		for (size_t i = 0; i < r->nenv; i++)
+			free(r->env[i]);
+	free(r->env);
+	memset(r, 0, sizeof(*r));
+}

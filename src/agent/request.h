@@ -1,0 +1,90 @@
+/*
+ * request.h - parsing and validating the JSON request of an OPEN frame
+ * (docs/agent-protocol.md, "Operations") into a typed struct.
+ *
+ * agent_req_parse is a pure function: no I/O, no global state, only
+ * allocation.  The input is untrusted (a hostile or buggy host): every field
+ * is checked for type and range, strings for length, unknown fields and
+ * duplicate keys are refused.  The fuzz target tests/fuzz/fuzz_agent_requests.c
+ * drives it with arbitrary bytes.
+ *
+ * Threads: any; one struct agent_req per thread.
+ */
+#ifndef PANDASTACK_AGENT_REQUEST_H
+#define PANDASTACK_AGENT_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum agent_op {
+	AGENT_OP_RESTORE = 1,
+	AGENT_OP_EXEC,
+	AGENT_OP_FILE_WRITE,
+	AGENT_OP_FILE_READ,
+	AGENT_OP_STAT,
+	AGENT_OP_LIST,
+	AGENT_OP_REMOVE,
+	AGENT_OP_MKDIR,
+};
+
+/* Longest exec command, bytes without the NUL: one argv string of
+ * execve(2) is capped by the kernel at 128 KiB (MAX_ARG_STRLEN). */
+#define AGENT_REQ_CMD_MAX (128u * 1024u - 1u)
+/* Most variables in an exec env, and their total size ("K=V\0"), bytes. */
+#define AGENT_REQ_ENV_MAX_VARS 1024u
+#define AGENT_REQ_ENV_MAX_BYTES (1024u * 1024u)
+/* Longest path, bytes without the NUL (PATH_MAX - 1). */
+#define AGENT_REQ_PATH_MAX 4095u
+/* Largest exec timeout, ms (7 days); 0 means none. */
+#define AGENT_REQ_TIMEOUT_MAX_MS (7ull * 24 * 3600 * 1000)
+/* Default and largest per-channel output cap of exec, bytes. */
+#define AGENT_REQ_OUTPUT_CAP_DEFAULT (64ull * 1024 * 1024)
+#define AGENT_REQ_OUTPUT_CAP_MAX (1ull << 40)
+/* Entropy bytes carried by restore. */
+#define AGENT_REQ_ENTROPY_BYTES 64u
+
+/* A validated request.  Strings and env are owned (free with
+ * agent_req_free); fields not used by the op are zero / NULL. */
+struct agent_req {
+	enum agent_op op;
+	char *path;             /* file ops: absolute, < 4096 bytes */
+	/* exec */
+	char *cmd;              /* the shell command (sh -c) */
+	char **env;             /* nenv "KEY=VALUE" strings, NULL-terminated */
+	size_t nenv;
+	char *cwd;              /* absolute, or NULL for the default */
+	uint64_t timeout_ms;    /* 0: no timeout */
+	int want_stdin;         /* 1: input comes as DATA channel 0 */
+	uint64_t output_cap;    /* bytes per channel */
+	/* file_write, mkdir */
+	unsigned mode;          /* permission bits, <= 07777 */
+	int parents;            /* create missing parent folders */
+	/* remove */
+	int recursive;
+	/* restore */
+	uint64_t wall_clock_ns; /* CLOCK_REALTIME to set, ns since the epoch */
+	uint8_t entropy[AGENT_REQ_ENTROPY_BYTES];
+};
+
+/*
+ * agent_req_parse - parse len bytes of JSON (need not be NUL-terminated)
+ * into *out (overwritten; free with agent_req_free after success).
+ * err (errlen bytes, may be NULL) receives a one-line reason on failure.
+ * Returns 0, or:
+ *   -EBADMSG  not JSON, or not an object (answer with an ERROR frame)
+ *   -EINVAL   missing/unknown op, wrong field type or value, unknown field,
+ *             relative path (answer with END {"error": ...})
+ *   -E2BIG    a string or the env over its cap
+ *   -ENOMEM
+ * On failure *out holds nothing to free.
+ */
+int agent_req_parse(const void *json, size_t len, struct agent_req *out, char *err,
+		    size_t errlen);
+
+/* agent_req_free - release what r owns and zero it.  Safe on a zeroed r. */
+void agent_req_free(struct agent_req *r);
+
+/* agent_op_name - the op's wire name ("exec"), or "?". */
+const char *agent_op_name(enum agent_op op);
+
+#endif

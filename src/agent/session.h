@@ -1,0 +1,86 @@
+/*
+ * session.h - the agent's side of the protocol connection: the transport
+ * (a listening Unix socket in test mode, the virtio-serial port otherwise),
+ * the handshake, frame decoding and dispatch, the stream table and the
+ * writer (docs/agent-protocol.md).
+ *
+ * Host presence: on a socket, the host is away between connections; on the
+ * virtio-serial port, reading returns EOF / poll reports POLLHUP while no
+ * host is connected, so the port is then taken out of epoll and probed every
+ * SESSION_AWAY_POLL_MS instead of spinning.  Whenever the host goes away
+ * every stream is cancelled (their processes killed) and the decoder goes
+ * back to sync mode; the next host must start with HELLO.  A HELLO on a live
+ * connection also starts over (the host re-handshakes after a restore).
+ *
+ * Threads: the loop thread only.
+ */
+#ifndef PANDASTACK_AGENT_SESSION_H
+#define PANDASTACK_AGENT_SESSION_H
+
+#include <stdint.h>
+
+#include "agent/loop.h"
+#include "agent/outq.h"
+#include "agent/stream.h"
+#include "common/proto.h"
+
+/* How often a port whose host is away is probed, ms. */
+#define SESSION_AWAY_POLL_MS 10
+/* How often a port that does not exist yet is looked for, ms. */
+#define SESSION_FIND_POLL_MS 100
+/* Cap on droppable priority frames (PONG, ERROR) queued, bytes. */
+#define SESSION_PRIO_DROP_CAP (256u * 1024u)
+
+enum session_transport {
+	SESSION_LISTEN = 1, /* path is a Unix socket to listen on */
+	SESSION_PORT = 2,   /* path is a device (virtio-serial port) */
+	SESSION_PORT_NAMED, /* path is a virtio-serial port name to look up */
+};
+
+struct session {
+	struct agent_env *env;
+	enum session_transport kind;
+	char *path;             /* socket path, device path or port name */
+	int lfd;                /* listening socket (SESSION_LISTEN) */
+	int fd;                 /* connection or device; -1 when none */
+	int host_present;       /* the transport has a host on it */
+	int greeted;            /* a HELLO was accepted on this connection */
+	uint64_t last_nonce;    /* of the last HELLO (repeats are logged quietly) */
+	struct loop_watch lwatch, watch;
+	struct loop_timer probe; /* away / not-found probing */
+	struct proto_decoder dec;
+	struct proto_mux mux;
+	struct astream *slot[PROTO_MAX_STREAMS]; /* parallel to mux.s[] */
+	struct fqueue prio;     /* connection frames and WINDOW grants */
+	size_t prio_drop_bytes; /* droppable bytes in prio */
+	struct wire wire;
+	unsigned rr;            /* round-robin cursor over slot[] */
+	int busy;               /* more work is ready without waiting */
+	uint64_t frames_in, frames_out, garbage_errors;
+};
+
+/*
+ * session_new - set up the transport and register it with env->loop.
+ * For SESSION_LISTEN, path is bound (an existing socket file is replaced)
+ * and listened on; for SESSION_PORT it is opened O_RDWR|O_NONBLOCK (retried
+ * while missing); for SESSION_PORT_NAMED the device is found through
+ * /sys/class/virtio-ports/ (retried while missing).  Returns 0 with *out,
+ * or -errno.
+ */
+int session_new(struct agent_env *env, enum session_transport kind, const char *path,
+		struct session **out);
+
+/* session_busy - 1 if the loop should not sleep (work is ready now). */
+int session_busy(struct session *S);
+
+/* session_free - cancel every stream, close the transport, free. */
+void session_free(struct session *S);
+
+/* session_queue_prio - queue a frame ahead of all stream frames (takes
+ * ownership; droppable frames beyond SESSION_PRIO_DROP_CAP are freed). */
+void session_queue_prio(struct session *S, struct frame_item *it);
+
+/* session_stream_of - the stream with id, or NULL. */
+struct astream *session_stream_of(struct session *S, uint32_t id);
+
+#endif

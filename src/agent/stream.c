@@ -1,0 +1,230 @@
+/*
+ * stream.c - what operations call to talk on their stream: queue DATA
+ * within the credit, EOF, EVENT and END, grant credit for input (see
+ * stream.h).  Threads: the loop thread only.
+ */
+#include "agent/stream.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/session.h"
+
+uint32_t stream_room(struct astream *s)
+{
+	if (s->ended)
+		return 0;
+	struct proto_stream_state *st = proto_mux_find(&s->sess->mux, s->id);
+	if (!st || st->send_credit <= 0 || s->q.bytes >= STREAM_QUEUE_CAP)
+		return 0;
+	int64_t room = (int64_t)(STREAM_QUEUE_CAP - s->q.bytes);
+	if (st->send_credit < room)
+		room = st->send_credit;
+	return (uint32_t)room;
+}
+
+int stream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n)
+{
+	if (s->ended)
+		return -EPIPE;
+	if (n == 0)
+		return 0;
+	if (n > PROTO_MAX_DATA || n > stream_room(s))
+		return -ENOSPC;
+	struct frame_item *it = frame_new(PROTO_DATA, ch, s->id, p, n);
+	if (!it)
+		return -ENOMEM;
+	proto_mux_take_credit(&s->sess->mux, s->id, n);
+	fq_push(&s->q, it);
+	return 0;
+}
+
+int stream_eof(struct astream *s, uint8_t ch)
+{
+	if (s->ended)
+		return -EPIPE;
+	struct frame_item *it = frame_new(PROTO_EOF, ch, s->id, NULL, 0);
+	if (!it)
+		return -ENOMEM;
+	fq_push(&s->q, it);
+	return 0;
+}
+
+/* Serialise obj (stolen) as a frame of type on s.  NULL on failure, with
+ * *too_big set when the JSON exceeded the payload cap. */
+static struct frame_item *json_frame(uint8_t type, uint32_t id, json_t *obj, int *too_big)
+{
+	char *txt = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	if (!txt)
+		return NULL;
+	size_t n = strlen(txt);
+	struct frame_item *it = NULL;
+	if (n <= PROTO_MAX_PAYLOAD)
+		it = frame_new(type, 0, id, txt, (uint32_t)n);
+	else if (too_big)
+		*too_big = 1;
+	free(txt);
+	return it;
+}
+
+int stream_event(struct astream *s, json_t *obj)
+{
+	if (s->ended) {
+		json_decref(obj);
+		return -EPIPE;
+	}
+	if (!obj)
+		return -ENOMEM;
+	int too_big = 0;
+	struct frame_item *it = json_frame(PROTO_EVENT, s->id, obj, &too_big);
+	if (!it)
+		return too_big ? -E2BIG : -ENOMEM;
+	fq_push(&s->q, it);
+	return 0;
+}
+
+void stream_end(struct astream *s, json_t *obj)
+{
+	if (s->ended) {
+		json_decref(obj);
+		return;
+	}
+	if (!obj)
+		obj = json_object();
+	int too_big = 0;
+	struct frame_item *it = obj ? json_frame(PROTO_END, s->id, obj, &too_big) : NULL;
+	if (!it) {
+		/* too large or out of memory: a fixed error still ends the stream */
+		static const char nomem[] =
+			"{\"error\":{\"code\":\"ENOMEM\",\"message\":\"result could not be encoded\"}}";
+		static const char big[] =
+			"{\"error\":{\"code\":\"E2BIG\",\"message\":\"result larger than 8 MiB\"}}";
+		it = too_big ? frame_new(PROTO_END, 0, s->id, big, sizeof(big) - 1)
+			     : frame_new(PROTO_END, 0, s->id, nomem, sizeof(nomem) - 1);
+	}
+	if (it) {
+		it->closes = 1;
+		fq_push(&s->q, it);
+	}
+	s->ended = 1;
+	s->sess->busy = 1;
+}
+
+const char *agent_errname(int err)
+{
+	if (err < 0)
+		err = -err;
+	const char *n = err ? strerrorname_np(err) : NULL;
+	return n ? n : "EIO";
+}
+
+void stream_end_err(struct astream *s, int err, const char *fmt, ...)
+{
+	if (s->ended)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *e = json_object();
+	json_t *o = json_object();
+	if (e && o) {
+		json_object_set_new(e, "code", json_string(agent_errname(err)));
+		json_object_set_new(e, "message", json_string_lossy(msg, strlen(msg)));
+		json_object_set_new(o, "error", e);
+		e = NULL;
+	}
+	json_decref(e);
+	stream_end(s, o); /* NULL o falls back to the fixed error */
+}
+
+void stream_consumed(struct astream *s, uint32_t n)
+{
+	uint32_t grant = proto_mux_consumed(&s->sess->mux, s->id, n);
+	if (!grant)
+		return;
+	uint8_t p[4];
+	proto_put_u32(p, grant);
+	struct frame_item *it = frame_new(PROTO_WINDOW, 0, s->id, p, 4);
+	if (it)
+		session_queue_prio(s->sess, it);
+}
+
+void stream_kick(struct astream *s)
+{
+	s->kick = 1;
+	s->sess->busy = 1;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (n bytes left), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+json_t *json_string_lossy(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		size_t l = utf8_seq(p + i, n - i);
+		if (!l || (l == 1 && p[i] == 0))
+			break;
+		i += l;
+	}
+	if (i == n)
+		return json_stringn(s, n);
+	/* at most 3 output bytes (U+FFFD) per input byte */
+	char *out = malloc(3 * n + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (i = 0; i < n;) {
+		size_t l = utf8_seq(p + i, n - i);
+		if (!l || (l == 1 && p[i] == 0)) {
+			out[o++] = (char)0xef;
+			out[o++] = (char)0xbf;
+			out[o++] = (char)0xbd;
+			i++;
+			continue;
+		}
+		memcpy(out + o, p + i, l);
+		o += l;
+		i += l;
+	}
+	json_t *j = json_stringn(out, o);
+	free(out);
+	return j;
+}

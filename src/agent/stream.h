@@ -1,0 +1,135 @@
+/*
+ * stream.h - one open stream on the agent side, and the contract between the
+ * session (which owns streams and talks to the host) and an operation
+ * (exec, file transfer, ...) running on a stream.
+ *
+ * Life of a stream: the host's OPEN creates it and the op's start function
+ * runs.  The op produces output with stream_data/stream_eof/stream_event and
+ * finishes with exactly one stream_end* call; after that the session calls
+ * ops->destroy (never from inside the op's own call) and closes the stream
+ * once the END frame is on the wire.  When the host cancels or goes away the
+ * session calls ops->cancel (kill, remove temporaries; send nothing) and
+ * then ops->destroy, and ends the stream itself.
+ *
+ * Flow control: DATA may only be queued within stream_room(), which is the
+ * smaller of the credit the host granted and the per-stream queue cap.  When
+ * room appears (WINDOW from the host, frames written) the session calls
+ * ops->pump.  Input bytes (DATA from the host) must be reported with
+ * stream_consumed when the op has used them; that grants the host credit.
+ *
+ * Threads: the loop thread only.
+ */
+#ifndef PANDASTACK_AGENT_STREAM_H
+#define PANDASTACK_AGENT_STREAM_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "agent/loop.h"
+#include "agent/outq.h"
+#include "agent/request.h"
+
+/* The agent's global context, shared by every stream. */
+struct agent_env {
+	struct loop *loop;
+	int init_mode;          /* PID 1: set the clock, exec cgroups, ... */
+	const char *mode_name;  /* "init", "listen", "port" */
+	const char *workdir;    /* default cwd of exec */
+	const char *cgroup_dir; /* cgroup v2 folder for exec groups, or NULL */
+	int64_t boot_ms;        /* CLOCK_MONOTONIC at the agent's start */
+	uint64_t seq;           /* counter for unique names (temp files, cgroups) */
+	uint64_t child_nofile;  /* RLIMIT_NOFILE soft limit for commands (the
+	                         * agent raises its own for many pipes) */
+};
+
+struct astream;
+
+/* What an operation implements.  Any callback may be NULL. */
+struct op_ops {
+	const char *name;
+	/* DATA on channel 0: use or hold the bytes; call stream_consumed for
+	 * what was used.  Return 0, or -errno to end the stream with that error
+	 * (the op must not call stream_end itself then). */
+	int (*input)(struct astream *s, const uint8_t *p, uint32_t len);
+	/* EOF on channel 0.  Same return convention as input. */
+	int (*input_eof)(struct astream *s);
+	/* room to send appeared (credit or queue space): produce more. */
+	void (*pump)(struct astream *s);
+	/* stop now: kill processes, remove temporaries; queue nothing. */
+	void (*cancel)(struct astream *s);
+	/* release the op state; the stream no longer reaches the op. */
+	void (*destroy)(struct astream *s);
+};
+
+/* Most DATA bytes queued per stream, bytes (the credit bounds it too). */
+#define STREAM_QUEUE_CAP (256u * 1024u)
+
+struct session;
+
+struct astream {
+	uint32_t id;
+	struct session *sess;
+	struct agent_env *env;
+	const struct op_ops *ops;
+	void *op;               /* the op's state */
+	struct fqueue q;        /* frames waiting for the wire */
+	int ended;              /* END or ERROR queued: input is dropped */
+	int destroyed;          /* ops->destroy ran */
+	int kick;               /* call ops->pump at the next idle pass */
+};
+
+/*
+ * stream_room - DATA bytes the op may queue now (0: wait for ops->pump).
+ */
+uint32_t stream_room(struct astream *s);
+
+/*
+ * stream_data - queue n bytes (<= 64 KiB and <= stream_room) as DATA on
+ * channel ch, consuming credit.  Returns 0, -ENOSPC (over the room: nothing
+ * queued), -ENOMEM, -EPIPE (stream ended).
+ */
+int stream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n);
+
+/* stream_eof - queue EOF on channel ch.  0 or -errno. */
+int stream_eof(struct astream *s, uint8_t ch);
+
+/* stream_event - queue EVENT with obj (reference stolen).  0 or -errno. */
+int stream_event(struct astream *s, json_t *obj);
+
+/* stream_end - queue END with obj (stolen; NULL sends {}) and end the
+ * stream.  No-op (obj released) if already ended. */
+void stream_end(struct astream *s, json_t *obj);
+
+/* stream_end_err - END {"error": {"code": errno name of err (> 0 or < 0),
+ * "message": fmt...}}.  No-op if already ended. */
+void stream_end_err(struct astream *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* stream_consumed - the op used n input bytes: grants the host credit. */
+void stream_consumed(struct astream *s, uint32_t n);
+
+/* stream_kick - ask for ops->pump at the next idle pass. */
+void stream_kick(struct astream *s);
+
+/* agent_errname - "ENOENT" for ENOENT or -ENOENT; "EIO" if unknown. */
+const char *agent_errname(int err);
+
+/*
+ * json_string_lossy - a JSON string of n bytes of s, with invalid UTF-8
+ * replaced by U+FFFD (file names and messages are arbitrary bytes).
+ * Returns a new reference or NULL on -ENOMEM.
+ */
+json_t *json_string_lossy(const char *s, size_t n);
+
+/* Operation entry points: each either starts the work (setting s->ops and
+ * s->op) or ends the stream at once.  It may take strings out of req (set
+ * the field to NULL); the session frees what is left with agent_req_free.
+ * Return 0, or -errno to end the stream with that error. */
+int op_restore_start(struct astream *s, struct agent_req *req);
+int op_exec_start(struct astream *s, struct agent_req *req);
+int op_file_write_start(struct astream *s, struct agent_req *req);
+int op_file_read_start(struct astream *s, struct agent_req *req);
+int op_fs_start(struct astream *s, struct agent_req *req); /* stat list remove mkdir */
+
+#endif

@@ -1,0 +1,454 @@
+/*
+ * test_agent_conn.c - the host side (agent_conn) against a fake, hostile
+ * agent played by this test on a Unix socket: the handshake (resent HELLO,
+ * stale nonces, wrong version, EPROTONOSUPPORT, timeout), and after it DATA
+ * beyond the credit, DATA on the host's channel, bad JSON in END, an EVENT
+ * flood, garbage on stream 0, PING, an agent that stops reading, and
+ * streams outliving their connection.  A broken agent must cost its stream
+ * or its connection, never the caller.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/proto.h"
+#include "common/util.h"
+#include "engine/agent_conn.h"
+
+/* The fake agent: a listening socket; the test accepts and talks. */
+struct fake {
+	char dir[64];
+	char path[128];
+	int lfd, fd;
+	struct proto_decoder dec;
+};
+
+static void fake_listen(struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/pandastack-conn-test-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/agent.sock", f->dir);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	strcpy(a.sun_path, f->path);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(f->lfd, 2), 0);
+	f->fd = -1;
+	proto_decoder_init(&f->dec);
+}
+
+static void fake_close(struct fake *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	close(f->lfd);
+	proto_decoder_free(&f->dec);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+static void fake_send(struct fake *f, uint8_t type, uint8_t flags, uint32_t id, const void *p,
+		      uint32_t len)
+{
+	uint8_t h[PROTO_HDR_SIZE];
+	proto_put_u32(h, PROTO_MAGIC);
+	h[4] = type;
+	h[5] = flags;
+	h[6] = h[7] = 0;
+	proto_put_u32(h + 8, id);
+	proto_put_u32(h + 12, len);
+	assert_int_equal(util_write_all(f->fd, h, sizeof(h)), 0);
+	if (len)
+		assert_int_equal(util_write_all(f->fd, p, len), 0);
+}
+
+/* Next frame from the host (payload copied into out).  1, or 0 on timeout
+ * or EOF. */
+static int fake_next(struct fake *f, struct proto_frame *fr, uint8_t *out, size_t outlen, int ms)
+{
+	int64_t end = util_now_ms() + ms;
+	for (;;) {
+		int k = proto_decoder_next(&f->dec, fr);
+		if (k == 1) {
+			memcpy(out, fr->payload, fr->len < outlen ? fr->len : outlen);
+			return 1;
+		}
+		int64_t left = end - util_now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = {.fd = f->fd, .events = POLLIN};
+		if (poll(&p, 1, (int)left) <= 0)
+			return 0;
+		uint8_t buf[65536];
+		ssize_t n = read(f->fd, buf, sizeof(buf));
+		if (n <= 0)
+			return 0;
+		assert_int_equal(proto_decoder_feed(&f->dec, buf, (size_t)n), 0);
+	}
+}
+
+/* Skip frames until one of type (on any stream); returns its stream id or
+ * -1 on timeout. */
+static long fake_expect(struct fake *f, uint8_t type, uint8_t *out, size_t outlen)
+{
+	struct proto_frame fr;
+	while (fake_next(f, &fr, out, outlen, 5000) == 1)
+		if (fr.type == type)
+			return fr.stream;
+	return -1;
+}
+
+static void send_ack(struct fake *f, uint64_t nonce, uint32_t version, const char *info)
+{
+	uint8_t p[256];
+	struct proto_hello h = {.version = version, .nonce = nonce};
+	proto_hello_encode(p, &h);
+	size_t n = strlen(info);
+	memcpy(p + PROTO_HELLO_SIZE, info, n);
+	fake_send(f, PROTO_HELLO_ACK, 0, 0, p, (uint32_t)(PROTO_HELLO_SIZE + n));
+}
+
+/* The test's agent thread for the handshake: accept, wait for HELLOs, ack
+ * as told. */
+struct hs {
+	struct fake *f;
+	int mode;          /* 0 ack the 3rd HELLO, 1 stale nonce only, 2 wrong version, 3 ERROR */
+	int hellos;
+	uint64_t nonce;
+};
+
+static void *hs_main(void *arg)
+{
+	struct hs *h = arg;
+	struct fake *f = h->f;
+	f->fd = accept(f->lfd, NULL, NULL);
+	uint8_t buf[4096];
+	struct proto_frame fr;
+	while (fake_next(f, &fr, buf, sizeof(buf), 3000) == 1) {
+		if (fr.type != PROTO_HELLO)
+			continue;
+		struct proto_hello hello;
+		proto_hello_decode(buf, fr.len, &hello);
+		h->nonce = hello.nonce;
+		if (++h->hellos < 3)
+			continue; /* pretend the first ones were lost */
+		if (h->mode == 0) {
+			send_ack(f, hello.nonce + 1, PROTO_VERSION, "{}"); /* stale: ignored */
+			send_ack(f, hello.nonce, PROTO_VERSION, "{\"agent\": \"fake\"}");
+			return NULL;
+		}
+		if (h->mode == 1)
+			send_ack(f, hello.nonce ^ 0xff, PROTO_VERSION, "{}");
+		if (h->mode == 2) {
+			send_ack(f, hello.nonce, PROTO_VERSION + 1, "{}");
+			return NULL;
+		}
+		if (h->mode == 3) {
+			const char *e = "{\"code\": \"EPROTONOSUPPORT\"}";
+			fake_send(f, PROTO_ERROR, 0, 0, e, (uint32_t)strlen(e));
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void test_handshake(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 4; mode++) {
+		struct fake f;
+		fake_listen(&f);
+		struct hs h = {.f = &f, .mode = mode};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, hs_main, &h), 0);
+		struct agent_conn *c = NULL;
+		int r = agent_conn_open(f.path, mode == 1 ? 600 : 5000, &c);
+		pthread_join(th, NULL);
+		assert_true(h.hellos >= 3); /* HELLO is resent until acked */
+		if (mode == 0) {
+			assert_int_equal(r, 0);
+			assert_string_equal(
+				json_string_value(json_object_get(agent_conn_info(c), "agent")), "fake");
+			agent_conn_close(c);
+		} else {
+			assert_int_equal(r, mode == 1 ? -ETIMEDOUT : -EPROTONOSUPPORT);
+		}
+		fake_close(&f);
+	}
+}
+
+/* Accept and complete a handshake on f (blocking, in the test thread:
+ * agent_conn_open runs in a helper thread). */
+struct opener {
+	struct fake *f;
+	struct agent_conn *c;
+	int r;
+};
+
+static void *open_main(void *arg)
+{
+	struct opener *o = arg;
+	o->r = agent_conn_open(o->f->path, 5000, &o->c);
+	return NULL;
+}
+
+static struct agent_conn *connect_fake(struct fake *f)
+{
+	fake_listen(f);
+	struct opener o = {.f = f};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, open_main, &o), 0);
+	f->fd = accept(f->lfd, NULL, NULL);
+	assert_true(f->fd >= 0);
+	uint8_t buf[256];
+	struct proto_frame fr;
+	assert_int_equal(fake_next(f, &fr, buf, sizeof(buf), 5000), 1);
+	assert_int_equal(fr.type, PROTO_HELLO);
+	struct proto_hello h;
+	proto_hello_decode(buf, fr.len, &h);
+	send_ack(f, h.nonce, PROTO_VERSION, "{}");
+	pthread_join(th, NULL);
+	assert_int_equal(o.r, 0);
+	return o.c;
+}
+
+static struct agent_stream *open_exec(struct agent_conn *c, struct fake *f, uint32_t *id)
+{
+	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "x");
+	struct agent_stream *s;
+	assert_int_equal(agent_stream_open(c, req, &s), 0);
+	json_decref(req);
+	uint8_t buf[256];
+	long got = fake_expect(f, PROTO_OPEN, buf, sizeof(buf));
+	assert_true(got > 0);
+	*id = (uint32_t)got;
+	assert_int_equal(agent_stream_id(s), *id);
+	return s;
+}
+
+static void test_stream_violations_fail_only_that_stream(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct agent_conn *c = connect_fake(&f);
+	uint8_t buf[256];
+	uint32_t a, b, d, e, g;
+	struct agent_stream *sa = open_exec(c, &f, &a), *sb = open_exec(c, &f, &b),
+			    *sd = open_exec(c, &f, &d), *se = open_exec(c, &f, &e),
+			    *sg = open_exec(c, &f, &g);
+
+	/* a: more DATA than the 256 KiB credit */
+	static uint8_t chunk[PROTO_MAX_DATA];
+	for (unsigned i = 0; i < PROTO_INITIAL_WINDOW / PROTO_MAX_DATA + 1; i++)
+		fake_send(&f, PROTO_DATA, PROTO_CH_STDOUT, a, chunk, sizeof(chunk));
+	/* b: DATA on channel 0 (the host's) */
+	fake_send(&f, PROTO_DATA, PROTO_CH_IN, b, "x", 1);
+	/* d: END that is not JSON */
+	fake_send(&f, PROTO_END, 0, d, "{nope", 5);
+	/* e: an EVENT flood past the per-stream cap */
+	static char ev[1 << 20];
+	memset(ev, ' ', sizeof(ev));
+	memcpy(ev, "{\"x\":1}", 7);
+	for (int i = 0; i < 17; i++)
+		fake_send(&f, PROTO_EVENT, 0, e, ev, sizeof(ev));
+	/* g: a good stream, to show the connection is fine */
+	fake_send(&f, PROTO_DATA, PROTO_CH_STDOUT, g, "ok", 2);
+	fake_send(&f, PROTO_END, 0, g, "{\"exit_code\": 0}", 16);
+
+	struct agent_msg m;
+	int k;
+	int data_msgs = 0;
+	while ((k = agent_stream_read(sa, &m, 5000)) == 1) {
+		data_msgs++;
+		agent_msg_clear(&m);
+	}
+	assert_int_equal(k, -EPROTO);
+	assert_int_equal(data_msgs, 4); /* what was within the credit still arrives */
+	assert_int_equal(agent_stream_read(sb, &m, 5000), -EPROTO);
+	assert_int_equal(agent_stream_read(sd, &m, 5000), -EPROTO);
+	while ((k = agent_stream_read(se, &m, 5000)) == 1)
+		agent_msg_clear(&m);
+	assert_int_equal(k, -EPROTO);
+	assert_int_equal(agent_stream_read(sg, &m, 5000), 1);
+	assert_int_equal(m.kind, AGENT_MSG_DATA);
+	assert_memory_equal(m.data, "ok", 2);
+	agent_msg_clear(&m);
+	assert_int_equal(agent_stream_read(sg, &m, 5000), 1);
+	assert_int_equal(m.kind, AGENT_MSG_END);
+	assert_int_equal(json_integer_value(json_object_get(m.json, "exit_code")), 0);
+	agent_msg_clear(&m);
+	assert_int_equal(agent_stream_read(sg, &m, 1000), 0);
+
+	/* the agent was told to stop the failed streams that it had not ended
+	 * itself (d sent its END, so it needs no CANCEL) */
+	int cancelled[3] = {0};
+	struct proto_frame fr;
+	while (!(cancelled[0] && cancelled[1] && cancelled[2]) &&
+	       fake_next(&f, &fr, buf, sizeof(buf), 5000) == 1) {
+		if (fr.type != PROTO_CANCEL)
+			continue;
+		assert_true(fr.stream == a || fr.stream == b || fr.stream == e);
+		cancelled[fr.stream == a ? 0 : fr.stream == b ? 1 : 2] = 1;
+	}
+	assert_true(cancelled[0] && cancelled[1] && cancelled[2]);
+	assert_true(agent_conn_alive(c));
+	/* a write on a failed stream reports it */
+	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -EPROTO);
+
+	/* PING is answered */
+	fake_send(&f, PROTO_PING, 0, 0, "abcdefgh", 8);
+	assert_true(fake_expect(&f, PROTO_PONG, buf, sizeof(buf)) == 0);
+	assert_memory_equal(buf, "abcdefgh", 8);
+
+	agent_stream_close(sa);
+	agent_stream_close(sb);
+	agent_stream_close(sd);
+	agent_stream_close(se);
+	agent_stream_close(sg);
+	agent_conn_close(c);
+	fake_close(&f);
+}
+
+static void test_garbage_kills_connection_not_caller(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct agent_conn *c = connect_fake(&f);
+	uint32_t a;
+	struct agent_stream *sa = open_exec(c, &f, &a);
+	assert_int_equal(util_write_all(f.fd, "this is not a frame at all....", 30), 0);
+	struct agent_msg m;
+	assert_int_equal(agent_stream_read(sa, &m, 5000), -ECONNRESET);
+	assert_false(agent_conn_alive(c));
+	struct agent_stream *sb;
+	json_t *req = json_pack("{s:s}", "op", "stat");
+	assert_int_equal(agent_stream_open(c, req, &sb), -ECONNRESET);
+	json_t *res = NULL;
+	assert_int_equal(agent_call(c, req, 1000, &res), -ECONNRESET);
+	json_decref(req);
+	agent_stream_close(sa);
+	agent_conn_close(c);
+	fake_close(&f);
+}
+
+/* Reads and counts what the host sends, never granting credit. */
+struct drain {
+	struct fake *f;
+	volatile int stop;
+	size_t data_bytes;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	static uint8_t buf[PROTO_MAX_DATA];
+	struct proto_frame fr;
+	while (!d->stop)
+		if (fake_next(d->f, &fr, buf, sizeof(buf), 50) == 1 && fr.type == PROTO_DATA)
+			d->data_bytes += fr.len;
+	return NULL;
+}
+
+/* An agent that grants no more credit: the write times out instead of
+ * hanging, having sent exactly the credit, and goes on once granted. */
+static void test_stalled_agent_times_out(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct agent_conn *c = connect_fake(&f);
+	uint32_t a;
+	struct agent_stream *sa = open_exec(c, &f, &a);
+	struct drain d = {.f = &f};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, drain_main, &d), 0);
+	size_t n = 1u << 20;
+	uint8_t *big = calloc(1, n);
+	int64_t t0 = util_now_ms();
+	assert_int_equal(agent_stream_write(sa, big, n, 300), -ETIMEDOUT);
+	assert_true(util_now_ms() - t0 < 5000);
+	assert_true(agent_conn_alive(c));
+	/* the agent grants more: the write goes on */
+	uint8_t w[4];
+	proto_put_u32(w, 128 * 1024);
+	fake_send(&f, PROTO_WINDOW, 0, a, w, 4);
+	assert_int_equal(agent_stream_write(sa, big, 128 * 1024, 5000), 0);
+	usleep(200 * 1000);
+	d.stop = 1;
+	pthread_join(th, NULL);
+	assert_int_equal(d.data_bytes, PROTO_INITIAL_WINDOW + 128 * 1024);
+	free(big);
+	/* a read with nothing coming times out */
+	struct agent_msg m;
+	assert_int_equal(agent_stream_read(sa, &m, 100), -ETIMEDOUT);
+	/* the agent leaves: the reader wakes with -ECONNRESET */
+	close(f.fd);
+	f.fd = -1;
+	assert_int_equal(agent_stream_read(sa, &m, 5000), -ECONNRESET);
+	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -ECONNRESET);
+	agent_conn_close(c);
+	/* the stream outlives the connection handle; closing it frees both */
+	agent_stream_close(sa);
+	fake_close(&f);
+}
+
+/* Messages that arrived before END are all delivered, then 0; the agent
+ * ending a stream makes further writes -EPIPE. */
+static void test_end_then_zero_and_epipe(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct agent_conn *c = connect_fake(&f);
+	uint32_t a;
+	struct agent_stream *sa = open_exec(c, &f, &a);
+	fake_send(&f, PROTO_EVENT, 0, a, "{\"event\": \"started\"}", 20);
+	fake_send(&f, PROTO_DATA, PROTO_CH_STDERR, a, "err", 3);
+	fake_send(&f, PROTO_EOF, PROTO_CH_STDERR, a, NULL, 0);
+	fake_send(&f, PROTO_END, 0, a, "{\"error\": {\"code\": \"ENOSPC\"}}", 29);
+	static const enum agent_msg_kind want[] = {AGENT_MSG_EVENT, AGENT_MSG_DATA, AGENT_MSG_EOF,
+						   AGENT_MSG_END};
+	for (size_t i = 0; i < 4; i++) {
+		struct agent_msg m;
+		assert_int_equal(agent_stream_read(sa, &m, 5000), 1);
+		assert_int_equal(m.kind, want[i]);
+		if (m.kind == AGENT_MSG_DATA || m.kind == AGENT_MSG_EOF)
+			assert_int_equal(m.channel, PROTO_CH_STDERR);
+		agent_msg_clear(&m);
+	}
+	struct agent_msg m;
+	assert_int_equal(agent_stream_read(sa, &m, 1000), 0);
+	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -EPIPE);
+	assert_int_equal(agent_stream_cancel(sa), 0); /* harmless after the end */
+	agent_stream_close(sa);
+	/* frames for the closed stream are dropped quietly */
+	fake_send(&f, PROTO_DATA, PROTO_CH_STDOUT, a, "late", 4);
+	assert_true(agent_conn_alive(c));
+	agent_conn_close(c);
+	fake_close(&f);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handshake),
+		cmocka_unit_test(test_stream_violations_fail_only_that_stream),
+		cmocka_unit_test(test_garbage_kills_connection_not_caller),
+		cmocka_unit_test(test_stalled_agent_times_out),
+		cmocka_unit_test(test_end_then_zero_and_epipe),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
