@@ -4,7 +4,8 @@
  * QEMU's start-up: it only migrates the state in, continues and handshakes.
  *
  * A pool entry is a complete run directory under pool_dir; taking one
- * renames it to the caller's run_dir (sockets and files move with it).
+ * renames it to the caller's run_dir (sockets and files move with it), so
+ * pool_dir and run_dir must be on the same filesystem (else -EXDEV).
  * A background thread refills the pool after each take and replaces entries
  * whose QEMU died.  size 0 turns the pool off (pool_take then returns
  * -EAGAIN and callers use vm_restore).

@@ -31,7 +31,8 @@ const char *engine_cache_dir(const char *flag);
 /*
  * template_open - load and check <cache>/templates/<name>/template.json.
  * The template's recorded QEMU version and machine arguments must equal the
- * ones this engine would use now with accelerator accel.
+ * ones this engine would use now with accelerator accel (ACCEL_AUTO is
+ * resolved with accel_resolve first).
  * Returns 0 with *out (free with template_free), -ENOENT (not baked),
  * -EINVAL (bad or hostile template.json; err says what), -ESTALE (baked by
  * another QEMU version or with other machine arguments: err names both).
@@ -62,11 +63,15 @@ typedef void (*template_progress_fn)(void *arg, const char *line);
  * template_bake - build <cache>/templates/<name>/ from the image
  * <cache>/images/<name>.json (written by `make images`): boot with guest
  * RAM in a share=on memory file, wait for the agent, restore message, warm
- * (code-interpreter: a Python kernel with pandas and matplotlib imported),
+ * (the manifest's "warm" Python code run as `python3 -c` through an exec, so
+ * its pages are in the snapshot; code-interpreter imports pandas and
+ * matplotlib.pyplot; keeping a Jupyter kernel warm is a later step),
  * x-ignore-shared, stop, migrate the state to a file, freeze the disk layer,
  * write template.json last (a half-baked template is never loadable).
- * A boot that hangs is retried up to 3 times.  Skips the work and returns 0
- * if an up-to-date template exists unless force.
+ * A boot that hangs is retried up to 3 times.  Under TCG the kernel command
+ * line gets tsc_early_khz=<host TSC rate> (host_tsc.h).  Skips the work and
+ * returns 0 if an up-to-date template (same key) exists unless force.
+ * progress gets one line per step (may be NULL).
  * Returns 0 or -errno with err filled.
  */
 int template_bake(const char *cache_dir, const char *name, enum accel_kind accel,

@@ -76,8 +76,10 @@ int vm_exit_fd(const struct vm *v);
 int vm_alive(const struct vm *v);
 
 /*
- * vm_exit_reason - after QEMU died, a one-line reason (borrowed): the
- * signal or the last console/QEMU error line, "exited" if nothing better.
+ * vm_exit_reason - after QEMU died, a one-line reason (borrowed, valid
+ * until the next call): how it ended ("killed by signal 9 (SIGKILL)",
+ * "exited 1") and QEMU's last error line or else the console's last line.
+ * "running" while QEMU lives.  May wait up to 1 s for the monitor's record.
  */
 const char *vm_exit_reason(struct vm *v);
 

@@ -1,0 +1,554 @@
+/*
+ * bench/create.c - how fast and how small sandboxes are, against peers run
+ * in the same process tree (make bench-create; needs a baked template).
+ *
+ *   create      vm_restore from the template: p50/p99 of BENCH_N (50)
+ *   pool        the same through a pool of 2 pre-started QEMUs (each take
+ *               waits until an entry is ready; the refill is not timed)
+ *   exec        round trip of `true` on one sandbox: p50 of 100
+ *   memory      20 idle sandboxes: PSS and RSS of each QEMU (smaps_rollup),
+ *               the monitor processes, and the fall of MemAvailable
+ *   peers       plain QEMU snapshot of the same warm guest (RAM in the
+ *               file, `migrate "exec:cat > file"`, `-incoming "exec:cat
+ *               file"`, no -sandbox): restore to the agent answering;
+ *               cold boot of the same guest (kernel + initramfs + disk) to
+ *               the agent answering
+ *   tb-size     idle PSS of clones after a pandas workload, per TCG
+ *               translation-buffer size (BENCH_TB=0 skips)
+ * Figures go to stdout, one "name value unit" line each, then the ratios.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "engine/agent_conn.h"
+#include "engine/engine_exec.h"
+#include "engine/migrate.h"
+#include "engine/pool.h"
+#include "engine/qmp.h"
+#include "engine/spawn.h"
+#include "engine/template_int.h"
+#include "engine/vm.h"
+#include "engine/vm_int.h"
+
+static char base[] = "/tmp/pandastack-bench-XXXXXX";
+static unsigned seq;
+
+static void run_dir(char out[PATH_MAX], const char *tag)
+{
+	snprintf(out, PATH_MAX, "%s/%s%u", base, tag, ++seq);
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static long long pct(long long *v, int n, int p)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_ll);
+	int i = (n * p) / 100;
+	return v[i >= n ? n - 1 : i];
+}
+
+static void die(const char *what, int r, const char *msg)
+{
+	fprintf(stderr, "bench: %s: %s %s\n", what, strerror(r < 0 ? -r : r), msg ? msg : "");
+	util_rm_rf(base);
+	exit(1);
+}
+
+/* "Pss:" or "Rss:" of /proc/<pid>/smaps_rollup, KiB. */
+static long smaps_kib(pid_t pid, const char *key)
+{
+	char path[64], *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	if (util_read_file(path, 1 << 16, &data, &len) < 0)
+		return -1;
+	long v = -1;
+	for (char *l = data; l && *l;) {
+		if (!strncmp(l, key, strlen(key))) {
+			v = strtol(l + strlen(key), NULL, 10);
+			break;
+		}
+		l = strchr(l, '\n');
+		l = l ? l + 1 : NULL;
+	}
+	free(data);
+	return v;
+}
+
+static long mem_available_kib(void)
+{
+	char *data = NULL;
+	size_t len = 0;
+	long v = -1;
+	if (util_read_file("/proc/meminfo", 1 << 16, &data, &len) < 0)
+		return -1;
+	char *p = strstr(data, "MemAvailable:");
+	if (p)
+		v = strtol(p + strlen("MemAvailable:"), NULL, 10);
+	free(data);
+	return v;
+}
+
+/* The monitor process of a QEMU: its parent. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (util_read_file(path, 4096, &data, &len) < 0)
+		return -1;
+	char *p = strrchr(data, ')');
+	int ppid = -1;
+	if (p)
+		sscanf(p + 2, "%*c %d", &ppid);
+	free(data);
+	return ppid;
+}
+
+/* --- peers: QEMU processes outside vm_restore --------------------------- */
+
+/* Replace the argument after flag (first match whose value starts with
+ * prefix, or any if prefix is NULL) by val; "" removes flag and value. */
+static void argv_set(struct strv *v, const char *flag, const char *prefix, const char *val)
+{
+	for (size_t i = 1; i + 1 < v->n; i++) {
+		if (strcmp(v->v[i], flag) != 0 ||
+		    (prefix && strncmp(v->v[i + 1], prefix, strlen(prefix)) != 0))
+			continue;
+		if (val[0]) {
+			free(v->v[i + 1]);
+			v->v[i + 1] = strdup(val);
+		} else {
+			free(v->v[i]);
+			free(v->v[i + 1]);
+			memmove(&v->v[i], &v->v[i + 2], (v->n - i - 1) * sizeof(char *));
+			v->n -= 2;
+		}
+		return;
+	}
+	strv_add(v, flag);
+	strv_add(v, val);
+}
+
+struct peer {
+	pid_t pid;
+	int pidfd;
+	char dir[PATH_MAX];
+	struct qmp *q;
+	struct agent_conn *a;
+};
+
+static void peer_end(struct peer *p)
+{
+	if (p->a)
+		agent_conn_close(p->a);
+	if (p->q)
+		qmp_close(p->q);
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		struct vm tmp = {.pid = p->pid, .pidfd = p->pidfd};
+		vm_wait_exit(&tmp, 5000);
+	}
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	char st[96];
+	spawn_exit_status(p->dir, 1000, st, sizeof(st));
+	util_rm_rf(p->dir);
+	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
+}
+
+/* Say why a peer failed, with the tails of its logs. */
+static void peer_report(struct peer *p, const char *what, int r)
+{
+	char q[160] = "", c[160] = "";
+	spawn_log_tail(p->dir, "qemu.log", q, sizeof(q));
+	spawn_log_tail(p->dir, "console.log", c, sizeof(c));
+	fprintf(stderr, "bench: %s failed: %s; qemu: %s; console: %s\n", what, strerror(-r), q, c);
+}
+
+/* Start argv in dir (created); wait for the agent if wait_agent. */
+static int peer_start(struct peer *p, struct strv *argv, const char *dir, int timeout_ms,
+		      int want_qmp, int want_agent)
+{
+	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
+	snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	int64_t deadline = util_now_ms() + timeout_ms;
+	int r = spawn_detached(argv->v, dir, 0, &p->pid);
+	if (r < 0)
+		return r;
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	char sock[PATH_MAX];
+	if (want_qmp) {
+		engine_path_join(sock, dir, "qmp.sock");
+		if ((r = qmp_connect(sock, vm_left_ms(deadline), &p->q)) < 0)
+			return r;
+	}
+	if (want_agent) {
+		engine_path_join(sock, dir, "agent.sock");
+		/* The socket appears once QEMU has started: retry until then. */
+		while ((r = agent_conn_open(sock, vm_left_ms(deadline), &p->a)) == -ENOENT ||
+		       r == -ECONNREFUSED) {
+			if (vm_left_ms(deadline) == 0)
+				return r;
+			usleep(1000);
+		}
+		if (r < 0)
+			return r;
+		if ((r = agent_conn_restore(p->a, vm_left_ms(deadline) + 1)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The clone command line for dir with a fresh overlay (created in dir). */
+static int clone_argv(const struct template *t, const char *dir, struct strv *argv)
+{
+	char overlay[PATH_MAX];
+	int r = mkdir(dir, 0755) < 0 ? -errno : 0;
+	if (r == 0)
+		r = engine_path_join(overlay, dir, "overlay.qcow2");
+	if (r == 0)
+		r = template_overlay_create(t, overlay);
+	if (r < 0)
+		return r;
+	struct qemu_instance in = {QEMU_ROLE_CLONE, dir, t->memory, NULL, NULL, NULL, NULL};
+	in.disk = overlay;
+	strv_init(argv);
+	return qemu_command_line(qemu_binary(), &t->spec, &in, argv);
+}
+
+/* Make the plain snapshot: a clone without -sandbox, restored from the
+ * template, saved whole (RAM included) through exec:cat. */
+static int make_plain_snapshot(const struct template *t, const char *snap)
+{
+	char dir[PATH_MAX], msg[256], uri[PATH_MAX + 32];
+	struct strv argv;
+	struct peer p;
+	run_dir(dir, "plain-src");
+	int r = clone_argv(t, dir, &argv);
+	if (r < 0)
+		return r;
+	argv_set(&argv, "-sandbox", NULL, "");
+	r = peer_start(&p, &argv, dir, 60000, 1, 0);
+	strv_free(&argv);
+	if (r == 0)
+		r = migrate_set_caps(p.q, 10000);
+	char state[PATH_MAX];
+	snprintf(state, sizeof(state), "%s", t->state);
+	if (r == 0)
+		r = migrate_load(p.q, state, 30000, msg, sizeof(msg));
+	if (r == 0)
+		r = qmp_call(p.q, "cont", NULL, 10000, NULL);
+	if (r == 0) {
+		char sock[PATH_MAX];
+		engine_path_join(sock, dir, "agent.sock");
+		r = agent_conn_open(sock, 30000, &p.a);
+		if (r == 0)
+			r = agent_conn_restore(p.a, 30000);
+		if (p.a)
+			agent_conn_close(p.a);
+		p.a = NULL;
+	}
+	if (r == 0) {
+		json_t *caps = json_pack("{s:[{s:s,s:b}]}", "capabilities", "capability",
+					 "x-ignore-shared", "state", 0);
+		r = qmp_call(p.q, "migrate-set-capabilities", caps, 10000, NULL);
+		json_decref(caps);
+	}
+	if (r == 0) {
+		snprintf(uri, sizeof(uri), "exec:cat > %s", snap);
+		json_t *args = json_pack("{s:s}", "uri", uri);
+		r = qmp_call(p.q, "migrate", args, 10000, NULL);
+		json_decref(args);
+	}
+	/* Wait for completion by polling. */
+	for (int i = 0; r == 0 && i < 1200; i++) {
+		json_t *info = NULL;
+		if ((r = qmp_call(p.q, "query-migrate", NULL, 10000, &info)) < 0)
+			break;
+		const char *st = json_string_value(json_object_get(info, "status"));
+		int done = st && !strcmp(st, "completed"), failed = st && !strcmp(st, "failed");
+		json_decref(info);
+		if (done)
+			break;
+		if (failed)
+			r = -EIO;
+		usleep(50 * 1000);
+	}
+	if (r < 0 && p.q)
+		fprintf(stderr, "bench: plain snapshot: %s\n", qmp_last_error(p.q));
+	peer_end(&p);
+	return r;
+}
+
+/* One plain restore: start QEMU with RAM in anonymous memory and the
+ * snapshot on -incoming exec:cat; ms until the agent answered. */
+static long long plain_restore_ms(const struct template *t, const char *snap)
+{
+	char dir[PATH_MAX], mem[64], inc[PATH_MAX + 16];
+	struct strv argv;
+	struct peer p;
+	run_dir(dir, "plain");
+	if (clone_argv(t, dir, &argv) < 0)
+		return -1;
+	argv_set(&argv, "-sandbox", NULL, "");
+	snprintf(mem, sizeof(mem), "memory-backend-ram,id=mem,size=%uM", t->spec.memory_mib);
+	argv_set(&argv, "-object", "memory-backend-file", mem);
+	snprintf(inc, sizeof(inc), "exec:cat %s", snap);
+	argv_set(&argv, "-incoming", NULL, inc);
+	int64_t t0 = util_now_ms();
+	int r = peer_start(&p, &argv, dir, 60000, 0, 1);
+	long long ms = r == 0 ? util_now_ms() - t0 : -1;
+	if (r < 0)
+		peer_report(&p, "plain restore", r);
+	strv_free(&argv);
+	peer_end(&p);
+	return ms;
+}
+
+/* One cold boot of the template's guest: kernel, initramfs, a new overlay
+ * on the template's disk; ms until the agent answered, -1 on a hang. */
+static long long cold_boot_ms(const struct template *t, const struct manifest *m)
+{
+	char dir[PATH_MAX], overlay[PATH_MAX], mem[PATH_MAX];
+	struct strv argv;
+	struct peer p;
+	run_dir(dir, "cold");
+	if (mkdir(dir, 0755) < 0 || engine_path_join(overlay, dir, "overlay.qcow2") < 0 ||
+	    engine_path_join(mem, dir, "memory") < 0 || template_overlay_create(t, overlay) < 0)
+		return -1;
+	char cmdline[MANIFEST_CMDLINE_MAX + 64];
+	engine_boot_cmdline(m, t->spec.accel, cmdline, sizeof(cmdline));
+	struct qemu_instance in = {QEMU_ROLE_BAKE, dir, mem, overlay, m->kernel, m->initramfs,
+				   cmdline};
+	strv_init(&argv);
+	if (qemu_command_line(qemu_binary(), &t->spec, &in, &argv) < 0)
+		return -1;
+	int64_t t0 = util_now_ms();
+	int r = peer_start(&p, &argv, dir, 30000, 0, 1);
+	long long ms = r == 0 ? util_now_ms() - t0 : -1;
+	if (r < 0)
+		peer_report(&p, "cold boot", r);
+	strv_free(&argv);
+	peer_end(&p);
+	return ms;
+}
+
+/* Idle PSS (KiB) of a clone run with TCG tb-size tb after a pandas workload. */
+static long tb_pss_kib(const struct template *t, unsigned tb)
+{
+	char dir[PATH_MAX], accel[64], msg[256];
+	struct strv argv;
+	struct peer p;
+	run_dir(dir, "tb");
+	if (clone_argv(t, dir, &argv) < 0)
+		return -1;
+	snprintf(accel, sizeof(accel), "tcg,tb-size=%u", tb);
+	argv_set(&argv, "-accel", NULL, accel);
+	int r = peer_start(&p, &argv, dir, 60000, 1, 0);
+	strv_free(&argv);
+	if (r == 0)
+		r = migrate_set_caps(p.q, 10000);
+	if (r == 0)
+		r = migrate_load(p.q, t->state, 30000, msg, sizeof(msg));
+	if (r == 0)
+		r = qmp_call(p.q, "cont", NULL, 10000, NULL);
+	char sock[PATH_MAX];
+	engine_path_join(sock, dir, "agent.sock");
+	if (r == 0)
+		r = agent_conn_open(sock, 30000, &p.a);
+	if (r == 0)
+		r = agent_conn_restore(p.a, 30000);
+	long pss = -1;
+	if (r == 0) {
+		struct engine_exec_result res;
+		struct engine_exec_opts o = {.timeout_ms = 300000};
+		r = engine_exec(p.a, "python3 -c 'import pandas as pd, numpy as np; "
+				     "df = pd.DataFrame(np.random.rand(20000, 8)); "
+				     "print(df.describe().shape, df.groupby(df[0] > 0.5).sum().shape)'",
+				&o, &res);
+		engine_exec_result_free(&res);
+		sleep(2);
+		pss = smaps_kib(p.pid, "Pss:");
+	}
+	peer_end(&p);
+	return r == 0 ? pss : -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "code-interpreter";
+	const char *cache = engine_cache_dir(NULL);
+	int n = getenv("BENCH_N") ? atoi(getenv("BENCH_N")) : 50;
+	if (n < 2)
+		n = 2;
+	char err[1024];
+	struct template *t = NULL;
+	int r = template_open(cache, name, ACCEL_AUTO, &t, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "bench: template %s: %s (make templates)\n", name, err);
+		return 1;
+	}
+	struct manifest *m = calloc(1, sizeof(*m));
+	if (!m || manifest_load(cache, name, m, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bench: manifest %s: %s\n", name, err);
+		return 1;
+	}
+	if (!mkdtemp(base))
+		return 1;
+	printf("bench create: template %s, %s, %u MiB, QEMU %s, %d runs\n", name,
+	       accel_name(template_accel(t)), template_memory_mib(t), t->qemu_version, n);
+	long long *v = calloc((size_t)(n > 100 ? n : 100), sizeof(*v));
+	struct vm_err verr;
+	char dir[PATH_MAX];
+
+	/* 1. create without the pool */
+	for (int i = 0; i < n; i++) {
+		struct vm *vm = NULL;
+		run_dir(dir, "c");
+		int64_t t0 = util_now_ms();
+		if ((r = vm_restore(t, dir, 60000, &vm, &verr)) < 0)
+			die("vm_restore", r, verr.msg);
+		v[i] = util_now_ms() - t0;
+		vm_stop(vm);
+		vm_free(vm);
+	}
+	long long create_p50 = pct(v, n, 50), create_p99 = pct(v, n, 99);
+	printf("create_p50 %lld ms\ncreate_p99 %lld ms\n", create_p50, create_p99);
+
+	/* 2. create through the pool */
+	char pdir[PATH_MAX];
+	snprintf(pdir, sizeof(pdir), "%s/pool", base);
+	struct pool *pool = NULL;
+	if ((r = pool_new(t, pdir, 2, &pool)) < 0)
+		die("pool_new", r, "");
+	for (int i = 0; i < n; i++) {
+		int64_t until = util_now_ms() + 60000;
+		while (pool_ready(pool) < 1 && util_now_ms() < until)
+			usleep(5000);
+		struct vm *vm = NULL;
+		run_dir(dir, "p");
+		int64_t t0 = util_now_ms();
+		if ((r = pool_take(pool, dir, 60000, &vm, &verr)) < 0)
+			die("pool_take", r, verr.msg);
+		v[i] = util_now_ms() - t0;
+		vm_stop(vm);
+		vm_free(vm);
+	}
+	pool_free(pool);
+	long long pool_p50 = pct(v, n, 50), pool_p99 = pct(v, n, 99);
+	printf("create_pool_p50 %lld ms\ncreate_pool_p99 %lld ms\n", pool_p50, pool_p99);
+
+	/* 3. exec round trip */
+	struct vm *one = NULL;
+	run_dir(dir, "x");
+	if ((r = vm_restore(t, dir, 60000, &one, &verr)) < 0)
+		die("vm_restore", r, verr.msg);
+	for (int i = 0; i < 100; i++) {
+		struct engine_exec_result res;
+		int64_t t0 = util_now_ms();
+		r = engine_exec(vm_agent(one), "true", NULL, &res);
+		v[i] = util_now_ms() - t0;
+		if (r < 0 || res.exit_code != 0)
+			die("exec true", r, "");
+		engine_exec_result_free(&res);
+	}
+	long long exec_p50 = pct(v, 100, 50);
+	printf("exec_true_p50 %lld ms\nexec_true_p99 %lld ms\n", exec_p50, pct(v, 100, 99));
+	vm_stop(one);
+	vm_free(one);
+
+	/* 4. memory of 20 idle sandboxes */
+	enum { IDLE = 20 };
+	struct vm *idle[IDLE];
+	long avail0 = mem_available_kib();
+	for (int i = 0; i < IDLE; i++) {
+		run_dir(dir, "m");
+		if ((r = vm_restore(t, dir, 60000, &idle[i], &verr)) < 0)
+			die("vm_restore", r, verr.msg);
+	}
+	sleep(5);
+	long pss = 0, rss = 0, mon_pss = 0;
+	for (int i = 0; i < IDLE; i++) {
+		pss += smaps_kib(vm_pid(idle[i]), "Pss:");
+		rss += smaps_kib(vm_pid(idle[i]), "Rss:");
+		mon_pss += smaps_kib(parent_of(vm_pid(idle[i])), "Pss:");
+	}
+	long avail1 = mem_available_kib();
+	printf("idle_qemu_pss %ld KiB\nidle_qemu_rss %ld KiB\nidle_monitor_pss %ld KiB\n"
+	       "memavailable_drop_per_sandbox %ld KiB\n",
+	       pss / IDLE, rss / IDLE, mon_pss / IDLE, (avail0 - avail1) / IDLE);
+	for (int i = 0; i < IDLE; i++) {
+		vm_stop(idle[i]);
+		vm_free(idle[i]);
+	}
+
+	/* 5. peers */
+	char snap[PATH_MAX];
+	snprintf(snap, sizeof(snap), "%s/plain.snap", base);
+	long long plain_p50 = -1, cold_p50 = -1;
+	if ((r = make_plain_snapshot(t, snap)) < 0) {
+		fprintf(stderr, "bench: plain snapshot failed: %s\n", strerror(-r));
+	} else {
+		struct stat st;
+		stat(snap, &st);
+		printf("plain_snapshot_size %lld KiB\n", (long long)st.st_size / 1024);
+		int k = 0;
+		for (int i = 0; i < 10; i++) {
+			long long ms = plain_restore_ms(t, snap);
+			if (ms >= 0)
+				v[k++] = ms;
+		}
+		if (k) {
+			plain_p50 = pct(v, k, 50);
+			printf("plain_restore_p50 %lld ms (%d runs)\n", plain_p50, k);
+		}
+	}
+	int k = 0, hangs = 0;
+	for (int i = 0; i < 5; i++) {
+		long long ms = cold_boot_ms(t, m);
+		if (ms >= 0)
+			v[k++] = ms;
+		else
+			hangs++;
+	}
+	if (k) {
+		cold_p50 = pct(v, k, 50);
+		printf("cold_boot_to_agent_p50 %lld ms (%d runs, %d hung or failed)\n", cold_p50, k,
+		       hangs);
+	}
+
+	/* 6. TCG translation buffer size against idle PSS after work */
+	if (template_accel(t) == ACCEL_TCG && !(getenv("BENCH_TB") && !strcmp(getenv("BENCH_TB"), "0"))) {
+		unsigned sizes[] = {16, 64, 256, 1024};
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			long kib = tb_pss_kib(t, sizes[i]);
+			printf("pss_after_pandas_tb%u %ld KiB\n", sizes[i], kib);
+		}
+	}
+
+	printf("ratio plain_restore/create %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / create_p50 : 0);
+	printf("ratio plain_restore/create_pool %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / pool_p50 : 0);
+	printf("ratio cold_boot/create %.1fx\n", cold_p50 > 0 ? (double)cold_p50 / create_p50 : 0);
+	printf("ratio create/create_pool %.1fx\n", (double)create_p50 / (pool_p50 > 0 ? pool_p50 : 1));
+	free(v);
+	free(m);
+	util_rm_rf(base);
+	template_free(t);
+	return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * vm_int.h - inside a struct vm, and the steps of a restore shared by
+ * vm.c (vm_restore) and pool.c (pre-started entries): launching a clone
+ * QEMU that waits in -incoming defer, and finishing the restore.
+ * Engine-internal; same threading rules as vm.h.
+ */
+#ifndef PANDASTACK_VM_INT_H
+#define PANDASTACK_VM_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/manifest.h"
+#include "engine/qmp.h"
+#include "engine/template_int.h"
+#include "engine/vm.h"
+
+/* How long vm_stop waits after `quit` before SIGKILL, ms. */
+#define VM_QUIT_GRACE_MS 2000
+#define VM_JSON_MAX (64u * 1024u)
+
+struct vm {
+	char run_dir[PATH_MAX];      /* where it lives now */
+	char spawn_dir[PATH_MAX];    /* where QEMU was started (a pool entry is renamed) */
+	char template_name[MANIFEST_NAME_MAX];
+	enum accel_kind accel;
+	pid_t pid;
+	unsigned long long start_ticks; /* /proc/<pid>/stat field 22: tells pid reuse apart */
+	int pidfd;                   /* -1 if the kernel has none */
+	struct qmp *qmp;             /* NULL once QEMU is gone */
+	struct agent_conn *agent;    /* NULL until connected or after loss */
+	char reason[320];            /* exit reason, filled on demand */
+};
+
+/* engine_path_join - <dir>/<name> into out (PATH_MAX bytes).  0 or
+ * -ENAMETOOLONG (out is then cut). */
+int engine_path_join(char *out, const char *dir, const char *name);
+
+/* vm_path - <run_dir>/<name> into out (PATH_MAX bytes).  0 or -ENAMETOOLONG
+ * (cannot happen for the short names used here: run_dir is capped). */
+int vm_path(const struct vm *v, const char *name, char *out);
+
+/* Remaining ms until deadline (monotonic ms), at least 0. */
+int vm_left_ms(int64_t deadline);
+
+/*
+ * vm_launch_clone - create dir (must not exist), an overlay on t's disk
+ * layer, start QEMU as a clone of t waiting in -incoming defer, connect QMP
+ * and set the migration capabilities, all before deadline.
+ * Returns 0 with *out, or -errno with err->msg (nothing is left running
+ * and dir is removed).
+ */
+int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
+		    struct vm **out, struct vm_err *err);
+
+/*
+ * vm_finish_restore - migrate t's state into the launched v, `cont`, open
+ * the agent connection and send the restore message, write vm.json.
+ * Returns 0 or -errno with err->msg (v is left for the caller to discard).
+ */
+int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
+		      struct vm_err *err);
+
+/* vm_discard - SIGKILL QEMU, wait for it, remove its run directory, free. */
+void vm_discard(struct vm *v);
+
+/* vm_proc_start_ticks - the start time of pid (/proc/<pid>/stat field 22),
+ * or 0 if it cannot be read. */
+unsigned long long vm_proc_start_ticks(pid_t pid);
+
+/* vm_wait_exit - wait up to timeout_ms for QEMU to exit (pidfd or polling).
+ * 1 if it exited, 0 if not. */
+int vm_wait_exit(struct vm *v, int timeout_ms);
+
+/* vm_fail_msg - fill err with what, QEMU's exit reason if it died, and the
+ * last lines of its logs. */
+void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code);
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * vm_launch.c - the steps of a restore (see vm_int.h): launch a clone QEMU
+ * waiting for its state, then migrate the state in, continue, handshake
+ * with the agent and record vm.json.
+ */
+#include "engine/vm_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "engine/agent_conn.h"
+#include "engine/migrate.h"
+#include "engine/spawn.h"
+
+int engine_path_join(char *out, const char *dir, const char *name)
+{
+	return snprintf(out, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int vm_path(const struct vm *v, const char *name, char *out)
+{
+	return snprintf(out, PATH_MAX, "%s/%s", v->run_dir, name) >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int vm_left_ms(int64_t deadline)
+{
+	int64_t l = deadline - util_now_ms();
+	return l > 0 ? (int)(l > 0x7fffffff ? 0x7fffffff : l) : 0;
+}
+
+unsigned long long vm_proc_start_ticks(pid_t pid)
+{
+	char path[64], *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (util_read_file(path, 4096, &data, &len) < 0)
+		return 0;
+	/* The command name (field 2) may hold spaces and ')': skip past the
+	 * last ')'; starttime is the 20th field after it. */
+	char *p = strrchr(data, ')');
+	unsigned long long ticks = 0;
+	if (p) {
+		int field = 2;
+		for (char *s = p + 1; *s; s++) {
+			if (*s == ' ') {
+				field++;
+				if (field == 22) {
+					ticks = strtoull(s + 1, NULL, 10);
+					break;
+				}
+			}
+		}
+	}
+	free(data);
+	return ticks;
+}
+
+int vm_wait_exit(struct vm *v, int timeout_ms)
+{
+	int64_t deadline = util_now_ms() + timeout_ms;
+	for (;;) {
+		if (v->pidfd >= 0) {
+			struct pollfd p = {.fd = v->pidfd, .events = POLLIN};
+			int r = poll(&p, 1, vm_left_ms(deadline));
+			if (r == 1)
+				return 1;
+			if (r == 0)
+				return 0;
+			if (errno != EINTR)
+				return 0;
+			continue;
+		}
+		if (kill(v->pid, 0) < 0 && errno == ESRCH)
+			return 1;
+		if (util_now_ms() >= deadline)
+			return 0;
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
+{
+	char st[96] = "", qlog[160] = "", con[160] = "";
+	if (!err)
+		return;
+	if (v && vm_wait_exit(v, 0))
+		spawn_exit_status(v->run_dir, 200, st, sizeof(st));
+	if (v) {
+		spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
+		spawn_log_tail(v->run_dir, "console.log", con, sizeof(con));
+	}
+	snprintf(err->msg, sizeof(err->msg), "%s: %s%s%s%s%s%s%s", what, strerror(-code),
+		 st[0] ? "; qemu " : "", st, qlog[0] ? "; qemu: " : "", qlog,
+		 con[0] ? "; console: " : "", con);
+}
+
+void vm_discard(struct vm *v)
+{
+	if (!v)
+		return;
+	if (v->agent)
+		agent_conn_close(v->agent);
+	v->agent = NULL;
+	if (v->qmp)
+		qmp_close(v->qmp);
+	v->qmp = NULL;
+	if (v->pid > 0 && !vm_wait_exit(v, 0)) {
+		kill(v->pid, SIGKILL);
+		vm_wait_exit(v, 2000);
+	}
+	char st[96];
+	if (v->pid > 0)
+		spawn_exit_status(v->run_dir, 1000, st, sizeof(st));
+	if (util_rm_rf(v->run_dir) == -ENOTEMPTY)
+		util_rm_rf(v->run_dir);
+	if (v->pidfd >= 0)
+		close(v->pidfd);
+	free(v);
+}
+
+int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
+		    struct vm **out, struct vm_err *err)
+{
+	char overlay[PATH_MAX], sock[PATH_MAX];
+	int r;
+	err->msg[0] = '\0';
+	if (strlen(dir) >= PATH_MAX - 32 || dir[0] != '/') {
+		snprintf(err->msg, sizeof(err->msg), "run directory must be an absolute path");
+		return -EINVAL;
+	}
+	if (mkdir(dir, 0750) < 0) {
+		r = -errno;
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", dir, strerror(-r));
+		return r;
+	}
+	struct vm *v = calloc(1, sizeof(*v));
+	if (!v) {
+		util_rm_rf(dir);
+		return -ENOMEM;
+	}
+	v->pidfd = -1;
+	snprintf(v->run_dir, sizeof(v->run_dir), "%s", dir);
+	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", dir);
+	snprintf(v->template_name, sizeof(v->template_name), "%s", t->name);
+	v->accel = t->spec.accel;
+	if ((r = vm_path(v, "overlay.qcow2", overlay)) < 0 ||
+	    (r = template_overlay_create(t, overlay)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot create the disk overlay: %s", strerror(-r));
+		vm_discard(v);
+		return r;
+	}
+	struct qemu_instance in = {
+		.role = QEMU_ROLE_CLONE, .run_dir = dir, .mem_path = t->memory, .disk = overlay,
+	};
+	struct strv argv;
+	strv_init(&argv);
+	if ((r = qemu_command_line(qemu_binary(), &t->spec, &in, &argv)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot build the QEMU command line: %s",
+			 strerror(-r));
+		strv_free(&argv);
+		vm_discard(v);
+		return r;
+	}
+	r = spawn_detached(argv.v, dir, 0, &v->pid);
+	strv_free(&argv);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot start %s: %s", qemu_binary(), strerror(-r));
+		vm_discard(v);
+		return r;
+	}
+	v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);
+	v->start_ticks = vm_proc_start_ticks(v->pid);
+	if ((r = vm_path(v, "qmp.sock", sock)) < 0 || (r = qmp_connect(sock, vm_left_ms(deadline), &v->qmp)) < 0) {
+		vm_fail_msg(v, err, "QMP did not answer", r);
+		vm_discard(v);
+		return r;
+	}
+	if ((r = migrate_set_caps(v->qmp, vm_left_ms(deadline))) < 0) {
+		vm_fail_msg(v, err, qmp_last_error(v->qmp), r);
+		vm_discard(v);
+		return r;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Write <run>/vm.json: what vm_adopt needs. */
+static int write_vm_json(struct vm *v)
+{
+	char path[PATH_MAX];
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_t *o = json_pack("{s:i, s:s, s:i, s:I, s:s, s:s, s:s}", "format", 1, "template",
+			      v->template_name, "pid", (int)v->pid, "start_ticks",
+			      (json_int_t)v->start_ticks, "spawn_dir", v->spawn_dir, "accel",
+			      accel_name(v->accel), "created_at", ts);
+	if (!o)
+		return -ENOMEM;
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	int r = vm_path(v, "vm.json", path);
+	if (r == 0)
+		r = util_write_file(path, s, strlen(s), 0640);
+	free(s);
+	return r;
+}
+
+int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
+		      struct vm_err *err)
+{
+	char msg[256], sock[PATH_MAX];
+	int64_t t0 = util_now_ms(), t1, t2, t3;
+	int r = migrate_load(v->qmp, t->state, vm_left_ms(deadline), msg, sizeof(msg));
+	if (r < 0) {
+		vm_fail_msg(v, err, msg, r);
+		return r == -ENOENT ? -ENOENT : (r == -ETIMEDOUT ? r : -EIO);
+	}
+	t1 = util_now_ms();
+	if ((r = qmp_call(v->qmp, "cont", NULL, vm_left_ms(deadline), NULL)) < 0) {
+		vm_fail_msg(v, err, qmp_last_error(v->qmp), r);
+		return -EIO;
+	}
+	if ((r = vm_path(v, "agent.sock", sock)) < 0)
+		return r;
+	if ((r = agent_conn_open(sock, vm_left_ms(deadline), &v->agent)) < 0) {
+		v->agent = NULL;
+		vm_fail_msg(v, err, "the agent did not answer", r);
+		return r == -ETIMEDOUT ? r : -EIO;
+	}
+	t2 = util_now_ms();
+	if ((r = agent_conn_restore(v->agent, vm_left_ms(deadline) + 1)) < 0) {
+		vm_fail_msg(v, err, "the agent's restore failed", r);
+		return r == -ETIMEDOUT ? r : -EIO;
+	}
+	t3 = util_now_ms();
+	log_kv(LOG_DEBUG, "vm.restore_steps", "pid=%d migrate_ms=%lld cont_handshake_ms=%lld "
+	       "restore_msg_ms=%lld", (int)v->pid, (long long)(t1 - t0), (long long)(t2 - t1),
+	       (long long)(t3 - t2));
+	if ((r = write_vm_json(v)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot write vm.json: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}

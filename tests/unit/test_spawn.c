@@ -1,0 +1,194 @@
+/*
+ * test_spawn.c - starting programs detached (spawn.h) and running helpers
+ * with a deadline (proc.h), with /bin/sh standing in for QEMU: output
+ * capped in the logs, the exit status recorded, the pid file, a session of
+ * its own, exec failures reported; and the host TSC measurement.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "engine/host_tsc.h"
+#include "engine/proc.h"
+#include "engine/spawn.h"
+
+static char dir[] = "/tmp/test_spawn_XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	util_rm_rf(dir);
+	return 0;
+}
+
+/* Wait until pid is gone (it is not our child: poll a pidfd). */
+static void wait_gone(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	close(fd);
+}
+
+static char *slurp(const char *name)
+{
+	char path[PATH_MAX + 64], *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (util_read_file(path, 1 << 24, &data, &len) < 0)
+		return NULL;
+	return data;
+}
+
+static void test_detached_with_logs_and_exit(void **state)
+{
+	(void)state;
+	char *argv[] = {"/bin/sh", "-c",
+			"echo console; echo problem >&2; sleep 0.2; exit 3", NULL};
+	pid_t pid = 0;
+	assert_int_equal(spawn_detached(argv, dir, 0, &pid), 0);
+	assert_true(pid > 0);
+	/* Its own session, and not our child (the monitor is its parent). */
+	assert_int_not_equal(getsid(pid), getsid(0));
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+	char *p = slurp("qemu.pid");
+	assert_non_null(p);
+	assert_int_equal(atoi(p), pid);
+	free(p);
+	wait_gone(pid);
+	char st[96];
+	assert_int_equal(spawn_exit_status(dir, 5000, st, sizeof(st)), 0);
+	assert_string_equal(st, "exited 3");
+	char *con = slurp("console.log"), *log = slurp("qemu.log");
+	assert_string_equal(con, "console\n");
+	assert_string_equal(log, "problem\n");
+	free(con);
+	free(log);
+	char tail[64];
+	assert_int_equal(spawn_log_tail(dir, "qemu.log", tail, sizeof(tail)), 0);
+	assert_string_equal(tail, "problem");
+}
+
+static void test_logs_are_capped(void **state)
+{
+	(void)state;
+	/* 4 MiB of output against a 64 KiB cap: the log stops at the cap,
+	 * says so, and the writer is never blocked (it exits normally). */
+	char *argv[] = {"/bin/sh", "-c", "head -c 4194304 /dev/zero | tr '\\0' x", NULL};
+	pid_t pid = 0;
+	assert_int_equal(spawn_detached(argv, dir, 65536, &pid), 0);
+	wait_gone(pid);
+	char st[96];
+	assert_int_equal(spawn_exit_status(dir, 5000, st, sizeof(st)), 0);
+	assert_string_equal(st, "exited 0");
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/console.log", dir);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_true(sb.st_size >= 65536 && sb.st_size < 65536 + 100);
+	char tail[64];
+	assert_int_equal(spawn_log_tail(dir, "console.log", tail, sizeof(tail)), 0);
+	assert_non_null(strstr(tail, "log truncated"));
+}
+
+static void test_killed_by_signal(void **state)
+{
+	(void)state;
+	char *argv[] = {"/bin/sleep", "100", NULL};
+	pid_t pid = 0;
+	assert_int_equal(spawn_detached(argv, dir, 0, &pid), 0);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	wait_gone(pid);
+	char st[96];
+	assert_int_equal(spawn_exit_status(dir, 5000, st, sizeof(st)), 0);
+	assert_string_equal(st, "killed by signal 9 (SIGKILL)");
+}
+
+static void test_exec_failure_reported(void **state)
+{
+	(void)state;
+	char *argv[] = {"/nonexistent/qemu", NULL};
+	pid_t pid = 0;
+	assert_int_equal(spawn_detached(argv, dir, 0, &pid), -ENOENT);
+	char *rel[] = {"relative", NULL};
+	assert_int_equal(spawn_detached(rel, dir, 0, &pid), -EINVAL);
+	assert_int_equal(spawn_detached(argv, "/nonexistent/dir", 0, &pid), -ENOENT);
+}
+
+static void test_proc_run(void **state)
+{
+	(void)state;
+	char out[64];
+	int st = 0;
+	char *ok[] = {"/bin/sh", "-c", "echo hi; echo there >&2; exit 4", NULL};
+	assert_int_equal(proc_run(ok, 5000, out, sizeof(out), &st), 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 4);
+	assert_non_null(strstr(out, "hi\n"));
+	assert_non_null(strstr(out, "there\n"));
+	assert_int_equal(proc_run_ok(ok, 5000, out, sizeof(out)), -EIO);
+	/* A deadline kills; a grandchild holding the pipe does not hold us. */
+	char *slow[] = {"/bin/sleep", "30", NULL};
+	int64_t t0 = util_now_ms();
+	assert_int_equal(proc_run(slow, 200, NULL, 0, &st), -ETIMEDOUT);
+	assert_true(util_now_ms() - t0 < 5000);
+	char *bg[] = {"/bin/sh", "-c", "sleep 6 & echo started", NULL};
+	t0 = util_now_ms();
+	assert_int_equal(proc_run(bg, 20000, out, sizeof(out), &st), 0);
+	assert_true(util_now_ms() - t0 < 5000);
+	/* Output beyond the buffer is dropped, the buffer stays terminated. */
+	char *lots[] = {"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' y", NULL};
+	assert_int_equal(proc_run(lots, 5000, out, 8, &st), 0);
+	assert_string_equal(out, "yyyyyyy");
+	char *none[] = {"no-such-program-here", NULL};
+	assert_int_equal(proc_run(none, 1000, NULL, 0, &st), -ENOENT);
+}
+
+static void test_host_tsc(void **state)
+{
+	(void)state;
+	unsigned a = 0, b = 0;
+	if (host_tsc_khz(&a) == -ENOTSUP)
+		skip();
+	assert_int_equal(host_tsc_khz(&b), 0);
+	assert_true(a > 100000 && a < 10000000);
+	/* Two measurements agree within 0.5 %. */
+	unsigned diff = a > b ? a - b : b - a;
+	assert_true(diff * 200u < a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_detached_with_logs_and_exit),
+		cmocka_unit_test(test_logs_are_capped),
+		cmocka_unit_test(test_killed_by_signal),
+		cmocka_unit_test(test_exec_failure_reported),
+		cmocka_unit_test(test_proc_run),
+		cmocka_unit_test(test_host_tsc),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
