@@ -1,0 +1,161 @@
+/*
+ * api.h - the REST API's route handlers (one file per resource:
+ * api_system.c, api_keys.c, api_sandboxes.c, api_exec.c, api_exec_stream.c,
+ * api_fs.c, api_fs_transfer.c, api_templates.c) and the helpers they share
+ * (api_common.c).  docs/api.md describes every route, field and error.
+ *
+ * Handlers run on their request's connection thread, may block, and answer
+ * exactly once with http_reply_* (see route.h for when each is called).
+ */
+#ifndef PANDASTACK_DAEMON_API_H
+#define PANDASTACK_DAEMON_API_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "daemon/http_server.h"
+#include "daemon/request_body.h"
+#include "daemon/sandbox.h"
+#include "daemon/store.h"
+
+/* JSON body caps per route, bytes. */
+#define API_BODY_SMALL (64u * 1024)
+#define API_BODY_EXEC (2u * 1024 * 1024)
+
+/* Bound on one file/metadata agent operation (stat, list, ...), ms. */
+#define API_AGENT_CALL_MS 30000
+
+/* ---- handlers: each answers one route of routes.c (docs/api.md) ---------- */
+
+/* GET /healthz: status, version, accelerator (api_system.c). */
+void api_healthz(struct http_req *r);
+/* GET /metrics (admin): Prometheus text (api_system.c). */
+void api_metrics(struct http_req *r);
+
+/* POST /v1/keys: a new key, its secret shown once (api_keys.c). */
+void api_keys_create(struct http_req *r);
+/* GET /v1/keys: the team's keys (all for an admin), no secrets. */
+void api_keys_list(struct http_req *r);
+/* DELETE /v1/keys/{id}: a team key (any non-admin key for an admin). */
+void api_keys_delete(struct http_req *r);
+
+/* GET /v1/templates: the cache's templates and API builds (api_templates.c). */
+void api_templates_list(struct http_req *r);
+/* POST /v1/templates/{name}/build (admin): start a bake, 202. */
+void api_templates_build(struct http_req *r);
+
+/* POST /v1/sandboxes: create (sbx_create), 201 (api_sandboxes.c). */
+void api_sandboxes_create(struct http_req *r);
+/* GET /v1/sandboxes: the team's rows, ?status= and ?metadata.K=V filters. */
+void api_sandboxes_list(struct http_req *r);
+/* GET /v1/sandboxes/{id}: one row of the team. */
+void api_sandboxes_get(struct http_req *r);
+/* DELETE /v1/sandboxes/{id}: stop it and remove the row, 204. */
+void api_sandboxes_delete(struct http_req *r);
+/* POST /v1/sandboxes/{id}/ttl: move the expiry. */
+void api_sandboxes_ttl(struct http_req *r);
+
+/* POST /v1/sandboxes/{id}/exec: run, collect, answer the result (api_exec.c). */
+void api_exec(struct http_req *r);
+/* POST /v1/sandboxes/{id}/exec_stream: run, relay output as SSE
+ * (api_exec_stream.c). */
+void api_exec_stream(struct http_req *r);
+
+/* GET /v1/sandboxes/{id}/fs: stream a file out (api_fs_transfer.c). */
+void api_fs_download(struct http_req *r);
+/* PUT /v1/sandboxes/{id}/fs: begin (checks, opens the agent stream), each
+ * chunk of the body, end (EOF, the agent's answer) (api_fs_transfer.c). */
+void api_fs_upload_begin(struct http_req *r);
+void api_fs_upload_chunk(struct http_req *r, const char *data, size_t len);
+void api_fs_upload_end(struct http_req *r);
+/* DELETE .../fs, GET .../fs/stat, GET .../fs/list, POST .../fs/mkdir
+ * (api_fs.c). */
+void api_fs_remove(struct http_req *r);
+void api_fs_stat(struct http_req *r);
+void api_fs_list(struct http_req *r);
+void api_fs_mkdir(struct http_req *r);
+
+/* ---- shared helpers (api_common.c) --------------------------------------- */
+
+/* api_iso_time - wall-clock ms as "2026-11-30T02:18:52.123Z" (out: 32 bytes). */
+void api_iso_time(int64_t ms, char out[32]);
+
+/* api_sandbox_json - the API's sandbox object for row (new reference, NULL
+ * when out of memory).  Env values are never shown. */
+json_t *api_sandbox_json(const struct sandbox_row *row);
+
+/* api_reply_body_error - 400 with a validation error. */
+void api_reply_body_error(struct http_req *r, const struct body_error *e);
+
+/*
+ * api_acquire - the sandbox of the request's {id} for its team, or an
+ * answer already sent (404 sandbox_not_found, 409 sandbox_not_running,
+ * 500) and NULL.
+ */
+struct sbx *api_acquire(struct http_req *r);
+
+/*
+ * api_reply_agent_failure - answer for an agent operation that failed with
+ * err (-ESRCH, -ECONNRESET, -ETIMEDOUT, -EPROTO, ...) on sb: 409 if the
+ * sandbox ended meanwhile, else 502 agent_unavailable / 504 agent_timeout /
+ * 500.  what names the operation for the message.
+ */
+void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const char *what);
+
+/*
+ * api_agent_error - if result (an agent END or ERROR object, may be NULL)
+ * carries {"error": {"code", "message"}} (or is one), map the guest's errno
+ * name to an HTTP status and API code (ENOENT 404 file_not_found, EISDIR
+ * 409 is_a_directory, ENOTDIR 409 not_a_directory, EACCES/EPERM 403
+ * permission_denied, EEXIST 409 already_exists, ENOTEMPTY 409
+ * directory_not_empty, EINVAL/ENAMETOOLONG 400 invalid_path, ENOSPC 507
+ * no_space, E2BIG/EFBIG 413 body_too_large, others 500 agent_error) and
+ * answer with it.  Returns 1 if it answered, 0 if result is no error.
+ */
+int api_agent_error(struct http_req *r, json_t *result);
+
+/* api_agent_error_map - the mapping of api_agent_error without answering:
+ * returns 1 with *status, *code (static) and msg filled, or 0. */
+int api_agent_error_map(json_t *result, unsigned *status, const char **code, char *msg,
+			size_t msglen);
+
+/*
+ * api_exit_json - the exit object of an exec from the agent's END object
+ * (guest data, checked): {"exit_code", "duration_ms", "timed_out", "signal",
+ * "stdout_truncated", "stderr_truncated"}; duration_ms falls back to
+ * measured_ms.  New reference or NULL (ENOMEM).
+ */
+json_t *api_exit_json(json_t *end, int64_t measured_ms);
+
+/*
+ * api_fs_entry_json - a guest stat object re-built from its known fields
+ * only (name, path, type, size, mode, mtime_ms), with checked types; guest
+ * strings made valid UTF-8.  New reference or NULL when entry is not an
+ * object.
+ */
+json_t *api_fs_entry_json(json_t *entry);
+
+/* api_exec_request - the agent "exec" request for body b on sb with the
+ * given timeout (ms, 0 none) and per-channel output cap (bytes): the
+ * sandbox env overlaid with b's.  New reference or NULL (ENOMEM). */
+json_t *api_exec_request(struct sbx *sb, const struct exec_body *b, int64_t timeout_ms,
+			 uint64_t output_cap);
+
+/*
+ * api_exec_stdin_start - write len bytes of data (copied; NULL data: no
+ * stdin, *out NULL) and then EOF to st from a new thread, so the caller can
+ * read the command's output meanwhile.  Returns 0 or -errno.
+ * api_exec_stdin_finish - join it (cancel st first if the command may not
+ * read everything) and free; returns the write's 0 or -errno.  NULL: 0.
+ */
+struct exec_stdin;
+int api_exec_stdin_start(struct agent_stream *st, const char *data, size_t len,
+			 struct exec_stdin **out);
+int api_exec_stdin_finish(struct exec_stdin *f);
+
+/* api_exec_timeout_ms - the timeout an exec body asks for, or the daemon's
+ * default (0: none). */
+int64_t api_exec_timeout_ms(struct http_req *r, const struct exec_body *b);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * api_common.c - helpers the API handlers share (see api.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/api.h"
+#include "daemon/daemon.h"
+#include "daemon/http_reply.h"
+#include "daemon/utf8.h"
+
+void api_iso_time(int64_t ms, char out[32])
+{
+	if (ms < 0)
+		ms = 0;
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	char date[24];
+	if (!gmtime_r(&s, &tm) || strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(date, sizeof(date), "1970-01-01T00:00:00");
+	snprintf(out, 32, "%.19s.%03uZ", date, (unsigned)(ms % 1000));
+}
+
+json_t *api_sandbox_json(const struct sandbox_row *row)
+{
+	char created[32], expires[32], ended[32];
+	api_iso_time(row->created_at_ms, created);
+	api_iso_time(row->expires_at_ms, expires);
+	api_iso_time(row->ended_at_ms, ended);
+	json_t *meta = json_loads(row->metadata_json ? row->metadata_json : "{}", 0, NULL);
+	if (!json_is_object(meta)) {
+		json_decref(meta);
+		meta = json_object();
+	}
+	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused");
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "id", row->id,
+			 "template", row->template_name, "status", row->status, "reason",
+			 row->reason[0] ? json_string_lossy(row->reason, strlen(row->reason))
+					: json_null(),
+			 "created_at", created, "expires_at", expires, "ended_at",
+			 running ? json_null() : json_string(ended), "vcpus",
+			 row->vcpus ? json_integer(row->vcpus) : json_null(), "memory_mib",
+			 row->memory_mib ? json_integer(row->memory_mib) : json_null(),
+			 "metadata", meta ? meta : json_object());
+}
+
+void api_reply_body_error(struct http_req *r, const struct body_error *e)
+{
+	http_reply_error(r, 400, e->code ? e->code : "invalid_request", "%s", e->message);
+}
+
+struct sbx *api_acquire(struct http_req *r)
+{
+	struct sbx *sb = NULL;
+	char status[STORE_STATUS_MAX];
+	int e = sbx_acquire(r->d->sandboxes, r->who.team, r->params[0], &sb, status);
+	if (e == 0)
+		return sb;
+	if (e == -ENOENT)
+		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+	else if (e == -ESRCH)
+		http_reply_error(r, 409, "sandbox_not_running", "sandbox %.64s is %s", r->params[0],
+				 strcmp(status, "running") ? status : "stopping");
+	else
+		http_reply_error(r, 500, "internal", "the registry failed");
+	return NULL;
+}
+
+void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const char *what)
+{
+	if (err == -ESRCH || (sb && sbx_ending(sb))) {
+		http_reply_error(r, 409, "sandbox_not_running",
+				 "sandbox %s stopped during %s", sb ? sbx_id(sb) : "?", what);
+		return;
+	}
+	switch (err) {
+	case -ETIMEDOUT:
+		http_reply_error(r, 504, "agent_timeout", "the guest agent did not finish %s in time",
+				 what);
+		return;
+	case -ECONNRESET:
+	case -EPIPE:
+		http_reply_error(r, 502, "agent_unavailable", "lost the guest agent during %s", what);
+		return;
+	case -EMFILE:
+		http_reply_error(r, 503, "agent_busy", "too many operations at once in this sandbox");
+		return;
+	default:
+		http_reply_error(r, 500, "agent_error", "%s failed: %s", what, strerror(-err));
+	}
+}
+
+struct errno_map {
+	const char *guest;
+	unsigned status;
+	const char *code;
+};
+
+static const struct errno_map errno_map[] = {
+	{"ENOENT", 404, "file_not_found"},
+	{"EISDIR", 409, "is_a_directory"},
+	{"ENOTDIR", 409, "not_a_directory"},
+	{"EACCES", 403, "permission_denied"},
+	{"EPERM", 403, "permission_denied"},
+	{"EROFS", 403, "permission_denied"},
+	{"EEXIST", 409, "already_exists"},
+	{"ENOTEMPTY", 409, "directory_not_empty"},
+	{"EINVAL", 400, "invalid_path"},
+	{"ENAMETOOLONG", 400, "invalid_path"},
+	{"ELOOP", 400, "invalid_path"},
+	{"ENOSPC", 507, "no_space"},
+	{"EDQUOT", 507, "no_space"},
+	{"E2BIG", 413, "body_too_large"},
+	{"EFBIG", 413, "body_too_large"},
+};
+
+int api_agent_error_map(json_t *result, unsigned *status, const char **code, char *msg,
+			size_t msglen)
+{
+	json_t *e = json_object_get(result, "error");
+	if (!e && json_is_string(json_object_get(result, "code")))
+		e = result; /* an ERROR frame's object is the error itself */
+	if (!json_is_object(e))
+		return 0;
+	const char *gc = json_string_value(json_object_get(e, "code"));
+	const char *gm = json_string_value(json_object_get(e, "message"));
+	if (!gc)
+		gc = "EIO";
+	snprintf(msg, msglen, "%.16s: %.300s", gc, gm ? gm : "");
+	*status = 500;
+	*code = "agent_error";
+	for (size_t i = 0; i < sizeof(errno_map) / sizeof(errno_map[0]); i++) {
+		if (strcmp(gc, errno_map[i].guest) == 0) {
+			*status = errno_map[i].status;
+			*code = errno_map[i].code;
+			break;
+		}
+	}
+	return 1;
+}
+
+int api_agent_error(struct http_req *r, json_t *result)
+{
+	unsigned status;
+	const char *code;
+	char msg[400];
+	if (!api_agent_error_map(result, &status, &code, msg, sizeof(msg)))
+		return 0;
+	http_reply_error(r, status, code, "%s", msg);
+	return 1;
+}
+
+json_t *api_fs_entry_json(json_t *entry)
+{
+	if (!json_is_object(entry))
+		return NULL;
+	static const char *const types[] = {"file", "dir", "symlink", "other"};
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	static const char *const strs[] = {"name", "path"};
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(entry, strs[i]);
+		const char *s = json_string_value(v);
+		json_object_set_new(o, strs[i],
+				    s ? json_string_lossy(s, json_string_length(v)) : json_null());
+	}
+	const char *type = json_string_value(json_object_get(entry, "type"));
+	const char *t = "other";
+	for (size_t i = 0; type && i < 4; i++)
+		if (!strcmp(type, types[i]))
+			t = types[i];
+	json_object_set_new(o, "type", json_string(t));
+	static const char *const nums[] = {"size", "mode", "mtime_ms"};
+	for (size_t i = 0; i < 3; i++) {
+		json_t *v = json_object_get(entry, nums[i]);
+		json_object_set_new(o, nums[i],
+				    json_is_integer(v) && json_integer_value(v) >= 0
+					    ? json_integer(json_integer_value(v))
+					    : json_null());
+	}
+	return o;
+}
+
+int64_t api_exec_timeout_ms(struct http_req *r, const struct exec_body *b)
+{
+	return b->has_timeout ? b->timeout_ms : r->d->cfg.exec_default_timeout_s * 1000;
+}
+
+json_t *api_exec_request(struct sbx *sb, const struct exec_body *b, int64_t timeout_ms,
+			 uint64_t output_cap)
+{
+	json_t *env = json_deep_copy(sbx_env(sb));
+	if (!env)
+		return NULL;
+	if (json_object_update(env, b->env) < 0) {
+		json_decref(env);
+		return NULL;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:o, s:I, s:b, s:I}", "op", "exec", "cmd", b->cmd,
+				"env", env, "timeout_ms", (json_int_t)timeout_ms, "stdin",
+				b->stdin_data != NULL, "output_cap", (json_int_t)output_cap);
+	if (req && b->cwd)
+		json_object_set_new(req, "cwd", json_string(b->cwd));
+	return req;
+}
+
+/* An integer field of a guest object, or dflt when absent or out of range. */
+static int64_t int_field(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t dflt)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v))
+		return dflt;
+	json_int_t x = json_integer_value(v);
+	return x < lo || x > hi ? dflt : x;
+}
+
+json_t *api_exit_json(json_t *end, int64_t measured_ms)
+{
+	json_t *sig = json_object_get(end, "signal");
+	int64_t s = json_is_integer(sig) ? json_integer_value(sig) : 0;
+	return json_pack("{s:I, s:I, s:b, s:o, s:b, s:b}", "exit_code",
+			 (json_int_t)int_field(end, "exit_code", -1, 255, -1), "duration_ms",
+			 (json_int_t)int_field(end, "duration_ms", 0, INT64_MAX / 2, measured_ms),
+			 "timed_out", json_is_true(json_object_get(end, "timed_out")), "signal",
+			 s > 0 && s < 128 ? json_integer(s) : json_null(), "stdout_truncated",
+			 json_is_true(json_object_get(end, "stdout_truncated")), "stderr_truncated",
+			 json_is_true(json_object_get(end, "stderr_truncated")));
+}

@@ -1,0 +1,263 @@
+/*
+ * api_exec_stream.c - POST /v1/sandboxes/{id}/exec_stream: the same
+ * command as /exec, its output relayed as Server-Sent Events
+ * (text/event-stream, https://html.spec.whatwg.org/multipage/server-sent-events.html)
+ * as it comes.  Events (docs/api.md):
+ *
+ *   event: started   data: {"pid": n}
+ *   event: stdout    data: {"data": "..."}      (a chunk, UTF-8, U+FFFD for bad bytes)
+ *   event: stderr    data: {"data": "..."}
+ *   event: exit      data: {"exit_code", "duration_ms", "timed_out", "signal",
+ *                           "stdout_truncated", "stderr_truncated"}   (last)
+ *   event: error     data: {"error": {"code", "message"}}             (last, instead of exit)
+ *   ": keepalive" comment lines every KEEPALIVE_MS of silence.
+ *
+ * Errors found before the stream starts (bad body, unknown sandbox, agent
+ * unreachable) are ordinary JSON error answers.  The response is produced
+ * by an MHD content reader on the connection's own thread: it blocks on the
+ * agent stream at most POLL_MS at a time and checks whether the client is
+ * still there; when it left, the reader ends the response and the free
+ * callback closes the agent stream, which cancels it: the agent kills the
+ * command.  A character split between two output chunks is held back until
+ * its end arrives, so only truly invalid bytes are replaced.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/api.h"
+#include "daemon/daemon.h"
+#include "daemon/http_reply.h"
+#include "daemon/metrics.h"
+#include "daemon/utf8.h"
+
+#define POLL_MS 250
+#define KEEPALIVE_MS 15000
+#define END_GRACE_MS 30000
+#define BLOCK_SIZE (32u * 1024)
+
+struct sse {
+	struct sbx *sb;
+	struct agent_stream *st;
+	struct exec_stdin *feed;  /* stdin writer, NULL when no stdin */
+	struct MHD_Connection *conn;
+	char *pend;               /* formatted events not yet handed to MHD */
+	size_t pend_len, pend_off, pend_alloc;
+	uint8_t carry[3][4];      /* per channel: a cut UTF-8 sequence */
+	size_t carry_len[3];
+	int done;
+	int64_t t0, last_send_ms, timeout_ms;
+};
+
+static int pend_add(struct sse *s, const char *d, size_t n)
+{
+	if (s->pend_len + n > s->pend_alloc) {
+		size_t na = s->pend_alloc ? s->pend_alloc : 4096;
+		while (na < s->pend_len + n)
+			na *= 2;
+		char *np = realloc(s->pend, na);
+		if (!np)
+			return -ENOMEM;
+		s->pend = np;
+		s->pend_alloc = na;
+	}
+	memcpy(s->pend + s->pend_len, d, n);
+	s->pend_len += n;
+	return 0;
+}
+
+/* Append "event: NAME\ndata: JSON\n\n" (data is stolen). */
+static int add_event(struct sse *s, const char *name, json_t *data)
+{
+	char *j = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	json_decref(data);
+	if (!j)
+		return -ENOMEM;
+	int e = pend_add(s, "event: ", 7);
+	if (!e)
+		e = pend_add(s, name, strlen(name));
+	if (!e)
+		e = pend_add(s, "\ndata: ", 7);
+	if (!e)
+		e = pend_add(s, j, strlen(j));
+	if (!e)
+		e = pend_add(s, "\n\n", 2);
+	free(j);
+	return e;
+}
+
+static int add_error(struct sse *s, const char *code, const char *msg)
+{
+	json_t *err = json_pack("{s:s, s:o}", "code", code, "message",
+				json_string_lossy(msg, strlen(msg)));
+	return add_event(s, "error", err ? json_pack("{s:o}", "error", err) : NULL);
+}
+
+/* An output chunk on channel ch (1 or 2), with the channel's held-back
+ * bytes in front; a new cut sequence at the end is held back in turn. */
+static int add_output(struct sse *s, int ch, const uint8_t *d, size_t n, int final)
+{
+	size_t held = s->carry_len[ch];
+	uint8_t *buf = malloc(held + n);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, s->carry[ch], held);
+	if (n)
+		memcpy(buf + held, d, n);
+	size_t total = held + n;
+	size_t keep = final ? 0 : utf8_incomplete_tail(buf, total);
+	memcpy(s->carry[ch], buf + total - keep, keep);
+	s->carry_len[ch] = keep;
+	int e = 0;
+	if (total - keep > 0)
+		e = add_event(s, ch == 1 ? "stdout" : "stderr",
+			      json_pack("{s:o}", "data", json_string_lossy(buf, total - keep)));
+	free(buf);
+	return e;
+}
+
+/* The command ended (END or ERROR object): flush held bytes, then exit or
+ * error. */
+static void finish(struct sse *s, json_t *end)
+{
+	add_output(s, 1, NULL, 0, 1);
+	add_output(s, 2, NULL, 0, 1);
+	unsigned status;
+	const char *code;
+	char msg[400];
+	if (api_agent_error_map(end, &status, &code, msg, sizeof(msg))) {
+		add_error(s, code, msg);
+	} else {
+		int64_t ms = util_now_ms() - s->t0;
+		metrics_exec(ms);
+		add_event(s, "exit", api_exit_json(end, ms));
+	}
+	s->done = 1;
+}
+
+/* Wait up to POLL_MS for the next agent message and turn it into events.
+ * Returns 0, or -EPIPE when the client has gone. */
+static int pump(struct sse *s)
+{
+	struct agent_msg m = {0};
+	int rr = agent_stream_read(s->st, &m, POLL_MS);
+	int64_t now = util_now_ms();
+	if (rr == -ETIMEDOUT) {
+		if (http_conn_gone(s->conn))
+			return -EPIPE;
+		if (s->timeout_ms && now - s->t0 > s->timeout_ms + END_GRACE_MS) {
+			add_error(s, "agent_timeout", "the guest agent did not end the command in time");
+			s->done = 1;
+		} else if (now - s->last_send_ms >= KEEPALIVE_MS) {
+			pend_add(s, ": keepalive\n\n", 13);
+		}
+		return 0;
+	}
+	if (rr <= 0) {
+		if (sbx_ending(s->sb))
+			add_error(s, "sandbox_not_running", "the sandbox stopped during exec");
+		else
+			add_error(s, "agent_unavailable", "lost the guest agent during exec");
+		s->done = 1;
+		return 0;
+	}
+	if (m.kind == AGENT_MSG_DATA && (m.channel == 1 || m.channel == 2)) {
+		add_output(s, m.channel, m.data, m.len, 0);
+	} else if (m.kind == AGENT_MSG_EVENT) {
+		json_t *pid = json_object_get(m.json, "pid");
+		const char *ev = json_string_value(json_object_get(m.json, "event"));
+		if (ev && !strcmp(ev, "started") && json_is_integer(pid))
+			add_event(s, "started",
+				  json_pack("{s:I}", "pid", (json_int_t)json_integer_value(pid)));
+	} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		finish(s, m.json);
+	}
+	agent_msg_clear(&m);
+	return 0;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sse *s = cls;
+	(void)pos;
+	for (;;) {
+		if (s->pend_off < s->pend_len) {
+			size_t n = s->pend_len - s->pend_off;
+			if (n > max)
+				n = max;
+			memcpy(buf, s->pend + s->pend_off, n);
+			s->pend_off += n;
+			if (s->pend_off == s->pend_len)
+				s->pend_off = s->pend_len = 0;
+			s->last_send_ms = util_now_ms();
+			return (ssize_t)n;
+		}
+		if (s->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (pump(s) < 0) {
+			metrics_event(METRICS_EXEC_CLIENT_GONE);
+			log_kv(LOG_INFO, "exec_stream.client_gone", "id=%s", sbx_id(s->sb));
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+	}
+}
+
+static void sse_free(void *cls)
+{
+	struct sse *s = cls;
+	if (s->feed) {
+		agent_stream_cancel(s->st); /* wakes the feeder if it waits */
+		api_exec_stdin_finish(s->feed);
+	}
+	agent_stream_close(s->st); /* cancels the command if it still runs */
+	sbx_release(s->sb);
+	free(s->pend);
+	free(s);
+}
+
+void api_exec_stream(struct http_req *r)
+{
+	struct exec_body b;
+	struct body_error be;
+	if (body_parse_exec(r->body, r->body_len, &r->d->limits, &b, &be) < 0) {
+		api_reply_body_error(r, &be);
+		return;
+	}
+	struct sbx *sb = api_acquire(r);
+	if (!sb) {
+		exec_body_clear(&b);
+		return;
+	}
+	struct sse *s = calloc(1, sizeof(*s));
+	int64_t timeout_ms = api_exec_timeout_ms(r, &b);
+	json_t *req = api_exec_request(sb, &b, timeout_ms, r->d->cfg.exec_output_cap);
+	int e = s && req ? sbx_stream_open(sb, req, &s->st) : -ENOMEM;
+	json_decref(req);
+	if (!e)
+		e = api_exec_stdin_start(s->st, b.stdin_data, b.stdin_len, &s->feed);
+	exec_body_clear(&b);
+	if (e) {
+		api_reply_agent_failure(r, sb, e, "exec");
+		if (s)
+			agent_stream_close(s->st);
+		free(s);
+		sbx_release(sb);
+		return;
+	}
+	s->sb = sb;
+	s->conn = r->conn;
+	s->t0 = s->last_send_ms = util_now_ms();
+	s->timeout_ms = timeout_ms;
+	struct MHD_Response *resp =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, s, sse_free);
+	if (!resp) {
+		sse_free(s);
+		r->abort = 1;
+		return;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	http_reply_response(r, 200, resp);
+}

@@ -1,0 +1,173 @@
+/*
+ * api_sandboxes.c - POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},
+ * POST /v1/sandboxes/{id}/ttl.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/api.h"
+#include "daemon/daemon.h"
+#include "daemon/http_reply.h"
+#include "daemon/sandbox.h"
+#include "daemon/store.h"
+
+#define MAX_META_FILTERS 32
+
+void api_sandboxes_create(struct http_req *r)
+{
+	struct create_sandbox_body b;
+	struct body_error be;
+	if (body_parse_create_sandbox(r->body, r->body_len, &r->d->limits, &b, &be) < 0) {
+		api_reply_body_error(r, &be);
+		return;
+	}
+	struct sandbox_row row;
+	struct sbx_err err;
+	int e = sbx_create(r->d->sandboxes, r->who.team, &b, &row, &err);
+	create_sandbox_body_clear(&b);
+	if (e < 0) {
+		http_reply_error(r, err.status, err.code, "%s", err.message);
+		return;
+	}
+	json_t *o = api_sandbox_json(&row);
+	sandbox_row_clear(&row);
+	http_reply_json(r, 201, o);
+}
+
+/* Query filters of GET /v1/sandboxes. */
+struct list_filter {
+	const char *status;
+	const char *meta_key[MAX_META_FILTERS];
+	const char *meta_val[MAX_META_FILTERS];
+	int nmeta;
+	const char *bad;   /* first unknown or bad parameter */
+};
+
+static enum MHD_Result collect_filter(void *cls, enum MHD_ValueKind kind, const char *key,
+				      const char *value)
+{
+	struct list_filter *f = cls;
+	(void)kind;
+	if (!strcmp(key, "status") && value) {
+		f->status = value;
+	} else if (!strncmp(key, "metadata.", 9) && key[9] && value &&
+		   f->nmeta < MAX_META_FILTERS) {
+		f->meta_key[f->nmeta] = key + 9;
+		f->meta_val[f->nmeta++] = value;
+	} else if (!f->bad) {
+		f->bad = key;
+	}
+	return MHD_YES;
+}
+
+static int matches(const struct sandbox_row *row, const struct list_filter *f)
+{
+	if (f->nmeta == 0)
+		return 1;
+	json_t *meta = json_loads(row->metadata_json ? row->metadata_json : "{}", 0, NULL);
+	int ok = json_is_object(meta);
+	for (int i = 0; ok && i < f->nmeta; i++) {
+		const char *v = json_string_value(json_object_get(meta, f->meta_key[i]));
+		ok = v && strcmp(v, f->meta_val[i]) == 0;
+	}
+	json_decref(meta);
+	return ok;
+}
+
+void api_sandboxes_list(struct http_req *r)
+{
+	struct list_filter f = {0};
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_filter, &f);
+	if (f.bad) {
+		http_reply_error(r, 400, "invalid_query",
+				 "unknown query parameter '%.64s' (use status= or metadata.KEY=)",
+				 f.bad);
+		return;
+	}
+	static const char *const states[] = {"running", "paused", "stopped", "error"};
+	int known = !f.status;
+	for (size_t i = 0; f.status && i < 4; i++)
+		known |= !strcmp(f.status, states[i]);
+	if (!known) {
+		http_reply_error(r, 400, "invalid_query",
+				 "status must be running, paused, stopped or error");
+		return;
+	}
+	struct sandbox_row *rows;
+	size_t n;
+	if (store_sandbox_list(r->d->store, r->who.team, f.status, &rows, &n) < 0) {
+		http_reply_error(r, 500, "internal", "could not list sandboxes");
+		return;
+	}
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		if (matches(&rows[i], &f))
+			json_array_append_new(arr, api_sandbox_json(&rows[i]));
+	sandbox_rows_free(rows, n);
+	http_reply_json(r, 200, arr ? json_pack("{s:o}", "sandboxes", arr) : NULL);
+}
+
+void api_sandboxes_get(struct http_req *r)
+{
+	struct sandbox_row row;
+	int e = sandbox_id_valid(r->params[0]) ? store_sandbox_get(r->d->store, r->params[0], &row)
+					       : -ENOENT;
+	if (e == 0 && strcmp(row.team, r->who.team) != 0) {
+		sandbox_row_clear(&row);
+		e = -ENOENT;
+	}
+	if (e == -ENOENT) {
+		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		return;
+	}
+	if (e < 0) {
+		http_reply_error(r, 500, "internal", "could not read the sandbox");
+		return;
+	}
+	json_t *o = api_sandbox_json(&row);
+	sandbox_row_clear(&row);
+	http_reply_json(r, 200, o);
+}
+
+void api_sandboxes_delete(struct http_req *r)
+{
+	int e = sbx_delete(r->d->sandboxes, r->who.team, r->params[0]);
+	if (e == -ENOENT) {
+		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		return;
+	}
+	if (e < 0) {
+		http_reply_error(r, 500, "internal", "could not delete the sandbox");
+		return;
+	}
+	http_reply_empty(r, 204);
+}
+
+void api_sandboxes_ttl(struct http_req *r)
+{
+	struct ttl_body b;
+	struct body_error be;
+	if (body_parse_ttl(r->body, r->body_len, &r->d->limits, &b, &be) < 0) {
+		api_reply_body_error(r, &be);
+		return;
+	}
+	struct sandbox_row row;
+	int e = sbx_set_ttl(r->d->sandboxes, r->who.team, r->params[0], b.ttl_seconds, &row);
+	if (e == -ENOENT) {
+		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		return;
+	}
+	if (e == -ESRCH) {
+		http_reply_error(r, 409, "sandbox_not_running", "sandbox %.64s is not running",
+				 r->params[0]);
+		return;
+	}
+	if (e < 0) {
+		http_reply_error(r, 500, "internal", "could not update the sandbox");
+		return;
+	}
+	json_t *o = api_sandbox_json(&row);
+	sandbox_row_clear(&row);
+	http_reply_json(r, 200, o);
+}

@@ -1,0 +1,213 @@
+/*
+ * config.c - defaults, environment and flags (see config.h).
+ */
+#include "daemon/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/template.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:8080"
+#define DEFAULT_DATA_DIR "/var/lib/pandastack"
+
+enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG };
+
+struct opt {
+	const char *flag;
+	const char *env;
+	enum opt_kind kind;
+	size_t off;       /* offset of the field in struct daemon_cfg */
+	size_t width;     /* bytes of the field (OPT_U64: 4 or 8; OPT_PATH: buffer) */
+	uint64_t min, max; /* OPT_U64 range */
+	const char *help;
+};
+
+#define F(field) offsetof(struct daemon_cfg, field), sizeof(((struct daemon_cfg *)0)->field)
+
+static const struct opt opts[] = {
+	{"--listen", "PANDASTACK_LISTEN", OPT_LISTEN, 0, 0, 0, 0,
+	 "HOST:PORT to listen on (" DEFAULT_LISTEN "; port 0 picks a free one)"},
+	{"--data-dir", "PANDASTACK_DATA_DIR", OPT_PATH, F(data_dir), 0, 0,
+	 "registry, admin.key and sandbox run dirs (" DEFAULT_DATA_DIR ")"},
+	{"--cache", "PANDASTACK_CACHE", OPT_PATH, F(cache_dir), 0, 0,
+	 "template cache filled by `make templates` (" ENGINE_DEFAULT_CACHE ")"},
+	{"--pool-size", "PANDASTACK_POOL_SIZE", OPT_U64, F(pool_size), 0, 64,
+	 "pre-started QEMU processes per template (2; 0 turns the pool off)"},
+	{"--accel", "PANDASTACK_ACCEL", OPT_ACCEL, F(accel), 0, 0,
+	 "auto, kvm or tcg (auto)"},
+	{"--max-sandboxes-per-team", "PANDASTACK_MAX_SANDBOXES_PER_TEAM", OPT_U64,
+	 F(max_sandboxes_per_team), 1, 100000, "running sandboxes a team may have (20)"},
+	{"--default-ttl", "PANDASTACK_DEFAULT_TTL", OPT_U64, F(default_ttl_s), 1,
+	 365u * 86400u, "seconds a sandbox lives when create names no ttl (300)"},
+	{"--max-ttl", "PANDASTACK_MAX_TTL", OPT_U64, F(max_ttl_s), 1, 365u * 86400u,
+	 "largest ttl_seconds accepted (86400)"},
+	{"--exec-timeout", "PANDASTACK_EXEC_TIMEOUT", OPT_U64, F(exec_default_timeout_s), 0,
+	 86400, "seconds an exec may run when it names no timeout (60; 0: no limit)"},
+	{"--exec-output-cap", "PANDASTACK_EXEC_OUTPUT_CAP", OPT_U64, F(exec_output_cap), 1024,
+	 256u * 1024 * 1024, "stdout/stderr bytes kept per exec and stream (4194304)"},
+	{"--max-upload", "PANDASTACK_MAX_UPLOAD", OPT_U64, F(max_upload), 1,
+	 1ull << 40, "largest file upload, bytes (4294967296)"},
+	{"--retention", "PANDASTACK_RETENTION", OPT_U64, F(retention_s), 0, 365u * 86400u,
+	 "seconds stopped and failed sandboxes stay listed (3600)"},
+	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
+	 "print the served routes and exit"},
+	{"--help", NULL, OPT_FLAG, F(help), 0, 0, "this text"},
+};
+
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+int config_parse_listen(const char *s, char *host, size_t hostlen, unsigned *port)
+{
+	const char *colon;
+	const char *h = s;
+	size_t hl;
+	if (!s || !*s)
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || strchr(s, ':') != colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= hostlen)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || p > 65535)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (unsigned)p;
+	return 0;
+}
+
+static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val, char *err,
+		   size_t errlen, const char *from)
+{
+	char *base = (char *)cfg;
+	switch (o->kind) {
+	case OPT_LISTEN:
+		if (config_parse_listen(val, cfg->listen_host, sizeof(cfg->listen_host),
+					&cfg->listen_port) < 0)
+			goto bad;
+		return 0;
+	case OPT_PATH: {
+		size_t n = strlen(val);
+		if (n == 0 || n >= o->width || n > PATH_MAX - 128)
+			goto bad;
+		memcpy(base + o->off, val, n + 1);
+		return 0;
+	}
+	case OPT_U64: {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(val, &end, 10);
+		if (errno || end == val || *end || val[0] == '-' || v < o->min || v > o->max)
+			goto bad;
+		if (o->width == sizeof(uint32_t)) {
+			uint32_t u = (uint32_t)v;
+			memcpy(base + o->off, &u, sizeof(u));
+		} else {
+			uint64_t u = v;
+			memcpy(base + o->off, &u, sizeof(u));
+		}
+		return 0;
+	}
+	case OPT_ACCEL:
+		if (accel_parse(val, &cfg->accel) < 0)
+			goto bad;
+		return 0;
+	case OPT_FLAG: {
+		int one = 1;
+		memcpy(base + o->off, &one, sizeof(one));
+		return 0;
+	}
+	}
+bad:
+	snprintf(err, errlen, "bad value for %s: '%.200s'", from, val);
+	return -EINVAL;
+}
+
+int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	config_parse_listen(DEFAULT_LISTEN, cfg->listen_host, sizeof(cfg->listen_host),
+			    &cfg->listen_port);
+	snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", DEFAULT_DATA_DIR);
+	snprintf(cfg->cache_dir, sizeof(cfg->cache_dir), "%s", ENGINE_DEFAULT_CACHE);
+	cfg->pool_size = 2;
+	cfg->accel = ACCEL_AUTO;
+	cfg->max_sandboxes_per_team = 20;
+	cfg->default_ttl_s = 300;
+	cfg->max_ttl_s = 86400;
+	cfg->exec_default_timeout_s = 60;
+	cfg->exec_max_timeout_s = 86400;
+	cfg->exec_output_cap = 4u * 1024 * 1024;
+	cfg->max_upload = 4ull << 30;
+	cfg->retention_s = 3600;
+
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
+		if (v && *v && set_opt(cfg, &opts[i], v, err, errlen, opts[i].env) < 0)
+			return -EINVAL;
+	}
+	for (int a = 1; a < argc; a++) {
+		const char *arg = argv[a];
+		const char *eq = strchr(arg, '=');
+		size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+		const struct opt *o = NULL;
+		for (size_t i = 0; i < N_OPTS; i++)
+			if (strlen(opts[i].flag) == name_len && !strncmp(arg, opts[i].flag, name_len))
+				o = &opts[i];
+		if (!o) {
+			snprintf(err, errlen, "unknown argument '%.200s' (see --help)", arg);
+			return -EINVAL;
+		}
+		const char *val;
+		if (o->kind == OPT_FLAG) {
+			if (eq) {
+				snprintf(err, errlen, "%s takes no value", o->flag);
+				return -EINVAL;
+			}
+			val = "1";
+		} else if (eq) {
+			val = eq + 1;
+		} else if (a + 1 < argc) {
+			val = argv[++a];
+		} else {
+			snprintf(err, errlen, "%s needs a value", o->flag);
+			return -EINVAL;
+		}
+		if (set_opt(cfg, o, val, err, errlen, o->flag) < 0)
+			return -EINVAL;
+	}
+	if (cfg->default_ttl_s > cfg->max_ttl_s) {
+		snprintf(err, errlen, "--default-ttl (%lld) is above --max-ttl (%lld)",
+			 (long long)cfg->default_ttl_s, (long long)cfg->max_ttl_s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void config_usage(FILE *f)
+{
+	fprintf(f, "usage: pandastackd [options]\n\n"
+		   "The PandaStack daemon: the REST API (docs/api.md) over QEMU microVM sandboxes.\n"
+		   "Flags may also be given as --flag=value.  Environment variables in brackets.\n\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		fprintf(f, "  %-28s %s", opts[i].flag, opts[i].help);
+		if (opts[i].env)
+			fprintf(f, " [%s]", opts[i].env);
+		fputc('\n', f);
+	}
+}

@@ -1,0 +1,39 @@
+/*
+ * daemon.h - the state one pandastackd process shares between its parts:
+ * configuration, the store, the sandbox registry, the template cache.
+ *
+ * main.c fills it at start (in that order) and tears it down at exit; every
+ * other part receives a pointer.  Fields are set before the HTTP server
+ * starts and not changed afterwards, so any thread may read them.
+ */
+#ifndef PANDASTACK_DAEMON_DAEMON_H
+#define PANDASTACK_DAEMON_DAEMON_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "daemon/config.h"
+#include "daemon/request_body.h"
+#include "engine/accel.h"
+
+struct store;
+struct sandboxes;
+struct templates;
+
+struct daemon {
+	struct daemon_cfg cfg;
+	struct store *store;
+	struct sandboxes *sandboxes;
+	struct templates *templates;
+	enum accel_kind accel;           /* resolved: ACCEL_KVM or ACCEL_TCG */
+	char accel_why[256];             /* why that accelerator */
+	char sandboxes_dir[PATH_MAX];    /* <data-dir>/sandboxes */
+	char pool_dir[PATH_MAX];         /* <data-dir>/pool */
+	struct body_limits limits;       /* from cfg, for request validation */
+	int64_t started_wall_ms;
+};
+
+/* Version reported by /healthz and --help. */
+#define PANDASTACK_VERSION "0.1.0"
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * http_reply.c - queuing answers (see http_reply.h).
+ */
+#include "daemon/http_reply.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "daemon/metrics.h"
+#include "daemon/utf8.h"
+
+int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp)
+{
+	if (!resp) {
+		r->abort = 1;
+		return -ENOMEM;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	if (ok != MHD_YES) {
+		log_kv(LOG_ERROR, "http.queue_failed", "status=%u", status);
+		r->abort = 1;
+		return -EIO;
+	}
+	r->status = status;
+	metrics_http_response(status);
+	return 0;
+}
+
+int http_reply_text(struct http_req *r, unsigned status, const char *ctype, const char *text,
+		    size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	return http_reply_response(r, status, resp);
+}
+
+int http_reply_json(struct http_req *r, unsigned status, json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!s) {
+		r->abort = 1;
+		return -ENOMEM;
+	}
+	size_t n = strlen(s);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(s);
+		r->abort = 1;
+		return -ENOMEM;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	return http_reply_response(r, status, resp);
+}
+
+int http_reply_error(struct http_req *r, unsigned status, const char *code, const char *fmt,
+		     ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (status >= 500) {
+		char q[600];
+		log_kv(LOG_WARN, "http.error", "status=%u code=%s msg=%s", status, code,
+		       log_quote(msg, q, sizeof(q)));
+	}
+	json_t *err = json_object();
+	json_t *body = json_object();
+	if (!err || !body) {
+		json_decref(err);
+		json_decref(body);
+		r->abort = 1;
+		return -ENOMEM;
+	}
+	json_object_set_new(err, "code", json_string(code));
+	json_object_set_new(err, "message", json_string_lossy(msg, strlen(msg)));
+	json_object_set_new(body, "error", err);
+	return http_reply_json(r, status, body);
+}
+
+int http_reply_empty(struct http_req *r, unsigned status)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	return http_reply_response(r, status, resp);
+}

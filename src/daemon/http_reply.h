@@ -1,0 +1,42 @@
+/*
+ * http_reply.h - the one way handlers answer: JSON bodies, the API's error
+ * shape {"error": {"code": "...", "message": "..."}}, empty answers, and
+ * prepared MHD responses (streams).  Each queues the answer on the request's
+ * connection, records r->status and counts it in the metrics.
+ *
+ * Threads: the request's connection thread.  Each returns 0, or -ENOMEM /
+ * -EIO when the answer could not be queued (then r->abort is set and the
+ * connection is closed).
+ */
+#ifndef PANDASTACK_DAEMON_HTTP_REPLY_H
+#define PANDASTACK_DAEMON_HTTP_REPLY_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "daemon/http_server.h"
+
+/* http_reply_json - answer status with body serialised (body is stolen). */
+int http_reply_json(struct http_req *r, unsigned status, json_t *body);
+
+/*
+ * http_reply_error - answer status with {"error": {"code", "message"}}.
+ * code is one of the codes in docs/api.md; the message is formatted from
+ * fmt and made valid UTF-8 (it may quote guest text).  5xx answers are
+ * logged at warn with their message.
+ */
+int http_reply_error(struct http_req *r, unsigned status, const char *code, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+
+/* http_reply_empty - answer status (204 and the like) with no body. */
+int http_reply_empty(struct http_req *r, unsigned status);
+
+/* http_reply_text - answer status with len bytes of text (copied) as ctype. */
+int http_reply_text(struct http_req *r, unsigned status, const char *ctype, const char *text,
+		    size_t len);
+
+/* http_reply_response - answer status with resp (ownership taken; NULL is
+ * treated as out of memory). */
+int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * http_server.c - libmicrohttpd glue: routing, auth, body handling, request
+ * logs (see http_server.h).
+ */
+#include "daemon/http_server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/daemon.h"
+#include "daemon/http_reply.h"
+
+/* A body past its cap is read and dropped up to this much more, so the
+ * client gets its 413; a client that keeps sending is cut off. */
+#define DISCARD_MAX (64u * 1024 * 1024)
+
+/* Connections served at once (each has a thread). */
+#define CONNECTION_LIMIT 1024
+
+/* Seconds a connection may stay idle (no bytes either way). */
+#define CONNECTION_TIMEOUT_S 300
+
+/* Per-connection buffer: also the largest piece of body handed over at once. */
+#define CONNECTION_MEMORY (256u * 1024)
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	struct daemon *d;
+	const struct route *table;
+	size_t ntable;
+};
+
+const char *http_query(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_header(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+int http_conn_gone(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return 1;
+	struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL))
+		return 1;
+	if (p.revents & POLLIN) {
+		char c;
+		ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Content-Length of the request, or -1 when absent or unparsable. */
+static int64_t content_length(struct http_req *r)
+{
+	const char *v = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (!v || !*v)
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || n > INT64_MAX)
+		return -1;
+	return (int64_t)n;
+}
+
+static uint64_t body_cap(struct http_req *r)
+{
+	return r->route->body == ROUTE_BODY_STREAM ? r->d->cfg.max_upload : r->route->body_cap;
+}
+
+/* Headers are in: route, authenticate, check the announced size, begin. */
+static void on_headers(struct http_server *srv, struct http_req *r, const char *url)
+{
+	int path_known;
+	r->route = route_find(srv->table, srv->ntable, r->method, url, r->params, &path_known);
+	if (!r->route) {
+		if (path_known)
+			http_reply_error(r, 405, "method_not_allowed",
+					 "%s is not allowed on this path", r->method);
+		else
+			http_reply_error(r, 404, "not_found", "no such route");
+		return;
+	}
+	int a = auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->who);
+	if (a == -EACCES) {
+		http_reply_error(r, 401, "unauthorized",
+				 "a valid API key is required: Authorization: Bearer pds_...");
+		return;
+	}
+	if (a < 0) {
+		http_reply_error(r, 500, "internal", "the key store failed");
+		return;
+	}
+	if (r->route->auth == ROUTE_AUTH_ADMIN && !r->who.admin) {
+		http_reply_error(r, 403, "forbidden", "this call needs an admin key");
+		return;
+	}
+	int64_t cl = content_length(r);
+	if (cl >= 0 && (uint64_t)cl > body_cap(r)) {
+		http_reply_error(r, 413, "body_too_large", "the body is larger than %llu bytes",
+				 (unsigned long long)body_cap(r));
+		return;
+	}
+	if (r->route->body == ROUTE_BODY_STREAM && r->route->begin)
+		r->route->begin(r);
+}
+
+/* A piece of body arrived. */
+static void on_body(struct http_req *r, const char *data, size_t n)
+{
+	r->body_seen += n;
+	if (r->route->body == ROUTE_BODY_STREAM) {
+		if (r->body_seen > r->d->cfg.max_upload)
+			r->body_over = 1;
+		if (!r->body_over && r->route->chunk)
+			r->route->chunk(r, data, n);
+		return;
+	}
+	if (r->body_over)
+		return;
+	if (r->body_len + n > r->route->body_cap) {
+		r->body_over = 1;
+		free(r->body);
+		r->body = NULL;
+		r->body_len = r->body_alloc = 0;
+		return;
+	}
+	if (r->body_len + n + 1 > r->body_alloc) {
+		size_t na = r->body_alloc ? r->body_alloc : 1024;
+		while (na < r->body_len + n + 1)
+			na *= 2;
+		char *nb = realloc(r->body, na);
+		if (!nb) {
+			r->abort = 1;
+			return;
+		}
+		r->body = nb;
+		r->body_alloc = na;
+	}
+	memcpy(r->body + r->body_len, data, n);
+	r->body_len += n;
+	r->body[r->body_len] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct http_server *srv = cls;
+	struct http_req *r = *con_cls;
+	(void)version;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		r->d = srv->d;
+		r->conn = conn;
+		r->start_ms = util_now_ms();
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		on_headers(srv, r, url);
+		return r->abort ? MHD_NO : MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (!r->status)
+			on_body(r, upload_data, n);
+		else
+			r->body_seen += n;
+		if (r->body_over && r->body_seen > body_cap(r) + DISCARD_MAX)
+			return MHD_NO;
+		return r->abort ? MHD_NO : MHD_YES;
+	}
+	if (!r->status && !r->abort) {
+		if (r->body_over)
+			http_reply_error(r, 413, "body_too_large", "the body is larger than %llu bytes",
+					 (unsigned long long)body_cap(r));
+		else
+			r->route->handle(r);
+		if (!r->status && !r->abort) {
+			log_kv(LOG_ERROR, "http.no_reply", "route=%s", r->route->pattern);
+			http_reply_error(r, 500, "internal", "the handler gave no answer");
+		}
+	}
+	return r->abort ? MHD_NO : MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_req *r = *con_cls;
+	(void)cls;
+	(void)conn;
+	if (!r)
+		return;
+	static const char *const terms[] = {"ok", "error", "timeout", "shutdown", "read_error",
+					    "client_abort"};
+	const char *term = (unsigned)toe < sizeof(terms) / sizeof(terms[0]) ? terms[toe] : "?";
+	log_kv(r->status >= 500 ? LOG_WARN : LOG_INFO, "http.request",
+	       "method=%s route=%s status=%u ms=%lld team=%s bytes_in=%llu end=%s", r->method,
+	       r->route ? r->route->pattern : "-", r->status,
+	       (long long)(util_now_ms() - r->start_ms), r->who.team[0] ? r->who.team : "-",
+	       (unsigned long long)r->body_seen, term);
+	if (r->state_free)
+		r->state_free(r->state);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* libmicrohttpd's own messages, as log lines. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char msg[512], q[600];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	log_kv(LOG_WARN, "http.mhd", "msg=%s", log_quote(msg, q, sizeof(q)));
+}
+
+int http_server_start(struct daemon *d, struct http_server **out, unsigned *port)
+{
+	const struct daemon_cfg *cfg = &d->cfg;
+	const char *host = strcmp(cfg->listen_host, "localhost") ? cfg->listen_host : "127.0.0.1";
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
+	char portstr[16];
+	snprintf(portstr, sizeof(portstr), "%u", cfg->listen_port);
+	struct addrinfo *ai = NULL;
+	if (getaddrinfo(host, portstr, &hints, &ai) != 0 || !ai)
+		return -EINVAL;
+	struct http_server *srv = calloc(1, sizeof(*srv));
+	if (!srv) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	srv->d = d;
+	srv->table = routes_table(&srv->ntable);
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	errno = 0;
+	srv->mhd = MHD_start_daemon(
+		flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, srv,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+		MHD_OPTION_END);
+	int e = errno;
+	freeaddrinfo(ai);
+	if (!srv->mhd) {
+		free(srv);
+		return e == EADDRINUSE ? -EADDRINUSE : -EIO;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	*port = info ? info->port : cfg->listen_port;
+	*out = srv;
+	return 0;
+}
+
+void http_server_stop(struct http_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->mhd);
+	free(s);
+}

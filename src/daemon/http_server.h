@@ -1,0 +1,79 @@
+/*
+ * http_server.h - the HTTP front of pandastackd on libmicrohttpd.
+ *
+ * Model: MHD_USE_THREAD_PER_CONNECTION.  Each connection has its own thread,
+ * so a handler may block (an exec waiting for its command, an upload waiting
+ * for the guest to take bytes, a download waiting for them) without holding
+ * up any other request.  Per request the server:
+ *   1. matches the route (404 / 405), checks the bearer key (401) and admin
+ *      rights (403), checks Content-Length against the route's cap (413),
+ *      and for streamed bodies calls route->begin, all before reading the
+ *      body: an early answer means the body is never read;
+ *   2. reads the body: buffered routes keep at most body_cap bytes (413
+ *      beyond), streamed routes get every piece through route->chunk;
+ *   3. calls route->handle, which must answer with http_reply_*.
+ * One key=value log line per request is written when it completes.
+ *
+ * Threads: http_server_start/stop on the main thread; everything taking a
+ * struct http_req on that request's connection thread only.
+ */
+#ifndef PANDASTACK_DAEMON_HTTP_SERVER_H
+#define PANDASTACK_DAEMON_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "daemon/auth.h"
+#include "daemon/route.h"
+
+struct daemon;
+struct http_server;
+
+/* One request in flight.  Owned by the server; handlers read its fields
+ * and may hang per-request state on state/state_free. */
+struct http_req {
+	struct daemon *d;
+	struct MHD_Connection *conn;
+	const struct route *route;
+	char method[16];
+	char params[ROUTE_MAX_PARAMS][ROUTE_PARAM_MAX]; /* path {params} in order */
+	struct auth_ident who;
+	char *body;            /* buffered body, NUL-terminated (owned) */
+	size_t body_len;
+	size_t body_alloc;
+	uint64_t body_seen;    /* body bytes received, streamed or not */
+	int body_over;         /* the body passed the route's cap */
+	int64_t start_ms;      /* monotonic */
+	unsigned status;       /* the status answered, 0 before */
+	int abort;             /* close the connection without (more) answer */
+	void *state;           /* handler state (streamed uploads) */
+	void (*state_free)(void *state);
+};
+
+/*
+ * http_server_start - listen on cfg's host:port and serve the route table.
+ * *port receives the bound port (useful with port 0).  Returns 0 with *out
+ * (stop with http_server_stop), or -errno (-EADDRINUSE, -EINVAL for a host
+ * that is not an IPv4/IPv6 literal or "localhost").
+ */
+int http_server_start(struct daemon *d, struct http_server **out, unsigned *port);
+
+/* http_server_stop - stop accepting, close connections, join threads. */
+void http_server_stop(struct http_server *s);
+
+/* http_query - query parameter name of r (borrowed, URL-decoded), or NULL. */
+const char *http_query(struct http_req *r, const char *name);
+
+/* http_header - request header name (case-insensitive; borrowed) or NULL. */
+const char *http_header(struct http_req *r, const char *name);
+
+/*
+ * http_conn_gone - 1 if the client of conn has closed its side (EOF, reset,
+ * hang-up), 0 if it is still there.  Never blocks; does not consume bytes.
+ * Long handlers and streamed responses poll it to stop work nobody waits for.
+ */
+int http_conn_gone(struct MHD_Connection *conn);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * main.c - pandastackd: start-up, the wait for a signal, shutdown.
+ *
+ * Start-up order: configuration; the data dir and its lock (one daemon per
+ * data dir); the store and its migrations; the admin key on first start;
+ * the accelerator; the template cache and pools; adoption of the sandboxes
+ * a previous run left; the monitor; the HTTP server last, so the first
+ * request sees a complete registry.  SIGINT/SIGTERM stop in reverse order
+ * and leave every sandbox's QEMU running for the next start.
+ *
+ * Exit status: 0 after a clean stop, 1 when start-up failed, 2 for bad
+ * arguments.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/auth.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/http_server.h"
+#include "daemon/monitor.h"
+#include "daemon/route.h"
+#include "daemon/sandbox.h"
+#include "daemon/store.h"
+#include "daemon/templates.h"
+
+static int fail(const char *what, int err, const char *detail)
+{
+	char q[600];
+	log_kv(LOG_ERROR, "daemon.start_failed", "what=%s err=%d msg=%s", what, err,
+	       log_quote(detail && *detail ? detail : strerror(err < 0 ? -err : err), q,
+			 sizeof(q)));
+	return 1;
+}
+
+static int path_in(char *out, size_t outlen, const char *dir, const char *name)
+{
+	int n = snprintf(out, outlen, "%s/%s", dir, name);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* Create the data dir and take its lock (held until exit). */
+static int prepare_data_dir(struct daemon *d)
+{
+	char path[PATH_MAX];
+	int e = util_mkdir_p(d->cfg.data_dir, 0711);
+	if (!e)
+		e = path_in(d->sandboxes_dir, sizeof(d->sandboxes_dir), d->cfg.data_dir, "sandboxes");
+	if (!e)
+		e = path_in(d->pool_dir, sizeof(d->pool_dir), d->cfg.data_dir, "pool");
+	if (!e)
+		e = util_mkdir_p(d->sandboxes_dir, 0711);
+	if (!e)
+		e = path_in(path, sizeof(path), d->cfg.data_dir, "pandastackd.lock");
+	if (e)
+		return e;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -EBUSY;
+	}
+	return 0; /* fd stays open: the lock lives as long as the process */
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d;
+	char err[512] = "";
+	if (config_load(&d.cfg, argc, argv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "pandastackd: %s\n", err);
+		return 2;
+	}
+	if (d.cfg.help) {
+		config_usage(stdout);
+		return 0;
+	}
+	if (d.cfg.print_routes) {
+		routes_print(stdout);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	/* Every thread started from here inherits the mask: only sigwait below
+	 * takes these signals. */
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+	d.started_wall_ms = (int64_t)(util_wall_ns() / 1000000u);
+	d.limits.max_ttl_seconds = d.cfg.max_ttl_s;
+	d.limits.max_exec_timeout_seconds = d.cfg.exec_max_timeout_s;
+	log_kv(LOG_INFO, "daemon.starting", "version=%s data_dir=%s cache=%s pool_size=%u",
+	       PANDASTACK_VERSION, d.cfg.data_dir, d.cfg.cache_dir, d.cfg.pool_size);
+
+	int e = prepare_data_dir(&d);
+	if (e == -EBUSY)
+		return fail("data_dir", e, "another pandastackd uses this data dir");
+	if (e)
+		return fail("data_dir", e, NULL);
+	char db[PATH_MAX];
+	if (path_in(db, sizeof(db), d.cfg.data_dir, "pandastack.db") < 0)
+		return fail("store", -ENAMETOOLONG, NULL);
+	if ((e = store_open(db, &d.store, err, sizeof(err))) < 0)
+		return fail("store", e, err);
+	int created;
+	if ((e = auth_bootstrap_admin(d.store, d.cfg.data_dir, &created)) < 0)
+		return fail("admin_key", e, NULL);
+	char why[256] = "";
+	if ((e = accel_resolve(d.cfg.accel, &d.accel, why, sizeof(why))) < 0)
+		return fail("accelerator", e, why);
+	snprintf(d.accel_why, sizeof(d.accel_why), "%s", why);
+	char q[300];
+	log_kv(LOG_INFO, "daemon.accelerator", "accel=%s why=%s", accel_name(d.accel),
+	       log_quote(why, q, sizeof(q)));
+	if ((e = templates_new(d.cfg.cache_dir, d.pool_dir, d.accel, d.cfg.pool_size,
+			       &d.templates)) < 0)
+		return fail("templates", e, NULL);
+	templates_load_all(d.templates);
+	if ((e = sandboxes_new(&d, &d.sandboxes)) < 0)
+		return fail("registry", e, NULL);
+	if ((e = sandboxes_adopt(d.sandboxes)) < 0)
+		return fail("adopt", e, NULL);
+	struct monitor *mon;
+	if ((e = monitor_start(&d, &mon)) < 0)
+		return fail("monitor", e, NULL);
+	struct http_server *http;
+	unsigned port;
+	if ((e = http_server_start(&d, &http, &port)) < 0)
+		return fail("http", e, e == -EINVAL ? "--listen needs an IP address and port" : NULL);
+	log_kv(LOG_INFO, "http.listening", "host=%s port=%u", d.cfg.listen_host, port);
+
+	int sig = 0;
+	sigwait(&stop_signals, &sig);
+	log_kv(LOG_INFO, "daemon.stopping", "signal=%d", sig);
+	http_server_stop(http);
+	monitor_stop(mon);
+	sandboxes_free(d.sandboxes);
+	templates_free(d.templates);
+	store_close(d.store);
+	log_kv(LOG_INFO, "daemon.stopped", "signal=%d", sig);
+	return 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * metrics.c - counters and histograms (see metrics.h).
+ */
+#include "daemon/metrics.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* Statuses counted one by one; anything else goes to "other". */
+static const unsigned statuses[] = {200, 201, 202, 204, 400, 401, 403, 404, 405,
+				    409, 411, 413, 429, 500, 502, 503, 504, 507};
+#define N_STATUSES (sizeof(statuses) / sizeof(statuses[0]))
+
+/* Histogram bucket upper bounds, ms (rendered as seconds). */
+static const int64_t bounds_ms[] = {5, 10, 25, 50, 100, 250, 500, 1000,
+				    2500, 5000, 10000, 30000, 60000, 300000};
+#define N_BOUNDS (sizeof(bounds_ms) / sizeof(bounds_ms[0]))
+
+struct histogram {
+	atomic_uint_fast64_t bucket[N_BOUNDS + 1]; /* non-cumulative; last is +Inf */
+	atomic_uint_fast64_t count;
+	atomic_int_fast64_t sum_ms;
+};
+
+static atomic_uint_fast64_t http_by_status[N_STATUSES + 1];
+static atomic_uint_fast64_t creates_ok, creates_failed;
+static atomic_uint_fast64_t events[METRICS_N_EVENTS];
+static struct histogram exec_hist, create_hist;
+
+static const char *const event_names[METRICS_N_EVENTS] = {
+	[METRICS_VM_DIED] = "vm_died",
+	[METRICS_TTL_EXPIRED] = "ttl_expired",
+	[METRICS_ADOPTED] = "adopted",
+	[METRICS_ADOPT_FAILED] = "adopt_failed",
+	[METRICS_EXEC_CLIENT_GONE] = "exec_client_gone",
+};
+
+static void observe(struct histogram *h, int64_t ms)
+{
+	if (ms < 0)
+		ms = 0;
+	size_t i = 0;
+	while (i < N_BOUNDS && ms > bounds_ms[i])
+		i++;
+	atomic_fetch_add(&h->bucket[i], 1);
+	atomic_fetch_add(&h->count, 1);
+	atomic_fetch_add(&h->sum_ms, ms);
+}
+
+void metrics_http_response(unsigned status)
+{
+	size_t i = 0;
+	while (i < N_STATUSES && statuses[i] != status)
+		i++;
+	atomic_fetch_add(&http_by_status[i], 1);
+}
+
+void metrics_create(int ok, int64_t ms)
+{
+	atomic_fetch_add(ok ? &creates_ok : &creates_failed, 1);
+	if (ok)
+		observe(&create_hist, ms);
+}
+
+void metrics_exec(int64_t ms)
+{
+	observe(&exec_hist, ms);
+}
+
+void metrics_event(enum metrics_event e)
+{
+	if ((unsigned)e < METRICS_N_EVENTS)
+		atomic_fetch_add(&events[e], 1);
+}
+
+static void write_hist(FILE *f, const char *name, const char *help, struct histogram *h)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	uint64_t cum = 0;
+	for (size_t i = 0; i < N_BOUNDS; i++) {
+		cum += atomic_load(&h->bucket[i]);
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, (double)bounds_ms[i] / 1000.0,
+			(unsigned long long)cum);
+	}
+	cum += atomic_load(&h->bucket[N_BOUNDS]);
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+	fprintf(f, "%s_sum %.3f\n", name, (double)atomic_load(&h->sum_ms) / 1000.0);
+	fprintf(f, "%s_count %llu\n", name, (unsigned long long)atomic_load(&h->count));
+}
+
+int metrics_write(FILE *f)
+{
+	fprintf(f, "# HELP pandastack_http_responses_total HTTP answers by status.\n"
+		   "# TYPE pandastack_http_responses_total counter\n");
+	for (size_t i = 0; i <= N_STATUSES; i++) {
+		unsigned long long v = atomic_load(&http_by_status[i]);
+		if (i < N_STATUSES)
+			fprintf(f, "pandastack_http_responses_total{status=\"%u\"} %llu\n",
+				statuses[i], v);
+		else
+			fprintf(f, "pandastack_http_responses_total{status=\"other\"} %llu\n", v);
+	}
+	fprintf(f, "# HELP pandastack_http_errors_total HTTP answers with a 4xx or 5xx status.\n"
+		   "# TYPE pandastack_http_errors_total counter\n");
+	unsigned long long errs = atomic_load(&http_by_status[N_STATUSES]);
+	for (size_t i = 0; i < N_STATUSES; i++)
+		if (statuses[i] >= 400)
+			errs += atomic_load(&http_by_status[i]);
+	fprintf(f, "pandastack_http_errors_total %llu\n", errs);
+	fprintf(f, "# HELP pandastack_sandbox_creates_total Sandbox creates by result.\n"
+		   "# TYPE pandastack_sandbox_creates_total counter\n"
+		   "pandastack_sandbox_creates_total{result=\"ok\"} %llu\n"
+		   "pandastack_sandbox_creates_total{result=\"error\"} %llu\n",
+		(unsigned long long)atomic_load(&creates_ok),
+		(unsigned long long)atomic_load(&creates_failed));
+	fprintf(f, "# HELP pandastack_events_total Lifecycle events.\n"
+		   "# TYPE pandastack_events_total counter\n");
+	for (size_t i = 0; i < METRICS_N_EVENTS; i++)
+		fprintf(f, "pandastack_events_total{event=\"%s\"} %llu\n", event_names[i],
+			(unsigned long long)atomic_load(&events[i]));
+	write_hist(f, "pandastack_sandbox_create_duration_seconds",
+		   "Time from create request to a running sandbox.", &create_hist);
+	write_hist(f, "pandastack_exec_duration_seconds",
+		   "Exec latency as the daemon saw it (request to result).", &exec_hist);
+	return ferror(f) ? -EIO : 0;
+}

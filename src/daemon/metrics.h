@@ -1,0 +1,42 @@
+/*
+ * metrics.h - the daemon's counters and latency histograms, written in the
+ * Prometheus text exposition format (version 0.0.4) by GET /metrics.
+ *
+ * State is process-wide (one daemon per process) and lock-free (C11
+ * atomics): every function may be called from any thread at any time.
+ * Gauges that describe current state (sandboxes by status, pool entries)
+ * are computed by the /metrics handler, not kept here.
+ */
+#ifndef PANDASTACK_DAEMON_METRICS_H
+#define PANDASTACK_DAEMON_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum metrics_event {
+	METRICS_VM_DIED = 0,      /* a QEMU process exited on its own */
+	METRICS_TTL_EXPIRED,      /* the reaper stopped a sandbox */
+	METRICS_ADOPTED,          /* a sandbox taken over after a restart */
+	METRICS_ADOPT_FAILED,     /* a sandbox found dead after a restart */
+	METRICS_EXEC_CLIENT_GONE, /* an exec cancelled because its client left */
+	METRICS_N_EVENTS
+};
+
+/* metrics_http_response - count one HTTP answer with this status. */
+void metrics_http_response(unsigned status);
+
+/* metrics_create - count one sandbox create (ok 1/0) taking ms. */
+void metrics_create(int ok, int64_t ms);
+
+/* metrics_exec - record one exec (plain or streamed) lasting ms, end to end
+ * as the daemon saw it. */
+void metrics_exec(int64_t ms);
+
+/* metrics_event - count one event. */
+void metrics_event(enum metrics_event e);
+
+/* metrics_write - every counter and histogram as Prometheus text to f.
+ * Returns 0 or -EIO (a write failed). */
+int metrics_write(FILE *f);
+
+#endif

@@ -1,0 +1,506 @@
+/*
+ * request_body.c - JSON body and query validation (see request_body.h).
+ *
+ * Each parser loads the bytes with jansson (duplicate keys rejected, NUL in
+ * strings rejected), walks the object's keys once against the route's field
+ * list (anything else is unknown_field) and checks every value.
+ */
+#include "daemon/request_body.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/utf8.h"
+
+static int fail(struct body_error *err, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct body_error *err, const char *code, const char *fmt, ...)
+{
+	err->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	/* Field names echoed from the request are valid UTF-8 (jansson checked
+	 * them) but vsnprintf may have cut one mid-character. */
+	size_t n = strlen(err->message);
+	n -= utf8_incomplete_tail(err->message, n);
+	err->message[n] = '\0';
+	return -EINVAL;
+}
+
+/* Load buf as a JSON object.  Returns the root (new reference) or NULL. */
+static json_t *load_object(const char *buf, size_t len, struct body_error *err)
+{
+	json_error_t je;
+	if (len == 0) {
+		fail(err, "invalid_json", "the request body must be a JSON object");
+		return NULL;
+	}
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		fail(err, "invalid_json", "invalid JSON at line %d column %d: %.120s", je.line,
+		     je.column, je.text);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		fail(err, "invalid_json", "the request body must be a JSON object");
+		return NULL;
+	}
+	return root;
+}
+
+/* The first key of obj not in allowed (a NULL-terminated list), or NULL. */
+static const char *unknown_key(json_t *obj, const char *const *allowed)
+{
+	const char *key;
+	json_t *val;
+	json_object_foreach(obj, key, val) {
+		(void)val;
+		int ok = 0;
+		for (size_t i = 0; allowed[i]; i++)
+			if (strcmp(key, allowed[i]) == 0)
+				ok = 1;
+		if (!ok)
+			return key;
+	}
+	return NULL;
+}
+
+static int check_unknown(json_t *obj, const char *const *allowed, struct body_error *err)
+{
+	const char *k = unknown_key(obj, allowed);
+	if (k)
+		return fail(err, "unknown_field", "unknown field '%.64s'", k);
+	return 0;
+}
+
+int body_check_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > BODY_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* A string with no control characters (C0, DEL). */
+static int printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* Optional string field: 0 with *out (NULL when absent) or -EINVAL. */
+static int get_string(json_t *obj, const char *field, size_t maxlen, int required,
+		      const char **out, size_t *outlen, struct body_error *err)
+{
+	json_t *v = json_object_get(obj, field);
+	*out = NULL;
+	if (outlen)
+		*outlen = 0;
+	if (!v) {
+		if (required)
+			return fail(err, "missing_field", "field '%s' is required", field);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(err, "invalid_field", "field '%s' must be a string", field);
+	size_t n = json_string_length(v);
+	if (n > maxlen)
+		return fail(err, "invalid_field", "field '%s' is longer than %zu bytes", field,
+			    maxlen);
+	*out = json_string_value(v);
+	if (outlen)
+		*outlen = n;
+	return 0;
+}
+
+static int get_bool(json_t *obj, const char *field, int dflt, int *out,
+		    struct body_error *err)
+{
+	json_t *v = json_object_get(obj, field);
+	if (!v) {
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_boolean(v))
+		return fail(err, "invalid_field", "field '%s' must be true or false", field);
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int check_ttl(json_t *v, const struct body_limits *lim, int64_t *out,
+		     struct body_error *err)
+{
+	if (!json_is_integer(v))
+		return fail(err, "invalid_field", "field 'ttl_seconds' must be an integer");
+	json_int_t t = json_integer_value(v);
+	if (t < 1 || t > lim->max_ttl_seconds)
+		return fail(err, "invalid_field", "field 'ttl_seconds' must be between 1 and %lld",
+			    (long long)lim->max_ttl_seconds);
+	*out = t;
+	return 0;
+}
+
+static int env_name_ok(const char *k)
+{
+	size_t n = strlen(k);
+	if (n == 0 || n > BODY_ENV_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = k[i];
+		int ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			 (i > 0 && c >= '0' && c <= '9');
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* "env": {NAME: "value"}; *out is borrowed from obj, NULL when absent. */
+static int get_env(json_t *obj, json_t **out, struct body_error *err)
+{
+	json_t *v = json_object_get(obj, "env");
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return fail(err, "invalid_field", "field 'env' must be an object of strings");
+	if (json_object_size(v) > BODY_ENV_MAX_VARS)
+		return fail(err, "invalid_field", "field 'env' has more than %d variables",
+			    BODY_ENV_MAX_VARS);
+	const char *k;
+	json_t *val;
+	size_t total = 0;
+	json_object_foreach(v, k, val) {
+		if (!env_name_ok(k))
+			return fail(err, "invalid_field",
+				    "env name '%.64s' must match [A-Za-z_][A-Za-z0-9_]*", k);
+		if (!json_is_string(val))
+			return fail(err, "invalid_field", "env value of '%.64s' must be a string", k);
+		if (json_string_length(val) > BODY_ENV_VALUE_MAX)
+			return fail(err, "invalid_field", "env value of '%.64s' is longer than %d bytes",
+				    k, BODY_ENV_VALUE_MAX);
+		total += strlen(k) + json_string_length(val);
+		if (total > BODY_ENV_MAX_BYTES)
+			return fail(err, "invalid_field", "field 'env' is larger than %d bytes",
+				    BODY_ENV_MAX_BYTES);
+	}
+	*out = v;
+	return 0;
+}
+
+static int meta_key_ok(const char *k)
+{
+	size_t n = strlen(k);
+	if (n == 0 || n > BODY_META_KEY_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = k[i];
+		int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '-' || c == '.';
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
+{
+	json_t *v = json_object_get(obj, "metadata");
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return fail(err, "invalid_field", "field 'metadata' must be an object of strings");
+	if (json_object_size(v) > BODY_META_MAX_KEYS)
+		return fail(err, "invalid_field", "field 'metadata' has more than %d keys",
+			    BODY_META_MAX_KEYS);
+	const char *k;
+	json_t *val;
+	json_object_foreach(v, k, val) {
+		if (!meta_key_ok(k))
+			return fail(err, "invalid_field",
+				    "metadata key '%.64s' must be 1-%d characters of [A-Za-z0-9_.-]", k,
+				    BODY_META_KEY_MAX);
+		if (!json_is_string(val))
+			return fail(err, "invalid_field", "metadata value of '%.64s' must be a string",
+				    k);
+		size_t n = json_string_length(val);
+		if (n > BODY_META_VALUE_MAX || !printable(json_string_value(val), n))
+			return fail(err, "invalid_field",
+				    "metadata value of '%.64s' must be printable and at most %d bytes",
+				    k, BODY_META_VALUE_MAX);
+	}
+	*out = v;
+	return 0;
+}
+
+/* A new reference to v, or a new empty object when v is NULL.  NULL only
+ * when out of memory. */
+static json_t *ref_or_empty(json_t *v)
+{
+	return v ? json_incref(v) : json_object();
+}
+
+int body_parse_create_sandbox(const char *buf, size_t len, const struct body_limits *lim,
+			      struct create_sandbox_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	const char *tpl;
+	json_t *env, *meta, *ttl;
+	if (check_unknown(root, fields, err) < 0 ||
+	    get_string(root, "template", BODY_NAME_MAX, 1, &tpl, NULL, err) < 0)
+		goto bad;
+	if (body_check_name(tpl) < 0) {
+		fail(err, "invalid_field",
+		     "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
+		goto bad;
+	}
+	ttl = json_object_get(root, "ttl_seconds");
+	if (ttl && check_ttl(ttl, lim, &out->ttl_seconds, err) < 0)
+		goto bad;
+	if (get_env(root, &env, err) < 0 || get_metadata(root, &meta, err) < 0)
+		goto bad;
+	out->env = ref_or_empty(env);
+	out->metadata = ref_or_empty(meta);
+	out->root = root;
+	out->template_name = tpl;
+	if (!out->env || !out->metadata) {
+		fail(err, "invalid_json", "out of memory");
+		create_sandbox_body_clear(out);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void create_sandbox_body_clear(struct create_sandbox_body *b)
+{
+	json_decref(b->env);
+	json_decref(b->metadata);
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
+		   struct ttl_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"ttl_seconds", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	int r = check_unknown(root, fields, err);
+	json_t *ttl = json_object_get(root, "ttl_seconds");
+	if (!r && !ttl)
+		r = fail(err, "missing_field", "field 'ttl_seconds' is required");
+	if (!r)
+		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
+	json_decref(root);
+	return r;
+}
+
+int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
+		    struct exec_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"cmd", "timeout_seconds", "env", "cwd", "stdin",
+					     NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	size_t cmdlen;
+	json_t *env;
+	if (check_unknown(root, fields, err) < 0 ||
+	    get_string(root, "cmd", BODY_CMD_MAX, 1, &out->cmd, &cmdlen, err) < 0)
+		goto bad;
+	if (cmdlen == 0) {
+		fail(err, "invalid_field", "field 'cmd' must not be empty");
+		goto bad;
+	}
+	json_t *t = json_object_get(root, "timeout_seconds");
+	if (t) {
+		if (!json_is_number(t)) {
+			fail(err, "invalid_field", "field 'timeout_seconds' must be a number");
+			goto bad;
+		}
+		double s = json_number_value(t);
+		if (!isfinite(s) || s < 0 || s > (double)lim->max_exec_timeout_seconds) {
+			fail(err, "invalid_field",
+			     "field 'timeout_seconds' must be between 0 (no limit) and %lld",
+			     (long long)lim->max_exec_timeout_seconds);
+			goto bad;
+		}
+		out->has_timeout = 1;
+		out->timeout_ms = (int64_t)ceil(s * 1000.0);
+	}
+	if (get_env(root, &env, err) < 0)
+		goto bad;
+	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
+		goto bad;
+	if (out->cwd && body_check_path(out->cwd, err) < 0) {
+		err->code = "invalid_field";
+		snprintf(err->message, sizeof(err->message),
+			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
+		goto bad;
+	}
+	if (get_string(root, "stdin", BODY_STDIN_MAX, 0, &out->stdin_data, &out->stdin_len,
+		       err) < 0)
+		goto bad;
+	out->env = ref_or_empty(env);
+	out->root = root;
+	if (!out->env) {
+		fail(err, "invalid_json", "out of memory");
+		exec_body_clear(out);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void exec_body_clear(struct exec_body *b)
+{
+	json_decref(b->env);
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_key(const char *buf, size_t len, struct key_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"name", "team", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	size_t n;
+	if (check_unknown(root, fields, err) < 0 ||
+	    get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err) < 0)
+		goto bad;
+	if (n == 0 || !printable(out->name, n)) {
+		fail(err, "invalid_field", "field 'name' must be 1-%d printable characters",
+		     BODY_NAME_MAX);
+		goto bad;
+	}
+	if (get_string(root, "team", BODY_NAME_MAX, 0, &out->team, NULL, err) < 0)
+		goto bad;
+	if (out->team && body_check_name(out->team) < 0) {
+		fail(err, "invalid_field", "field 'team' must be 1-%d characters of [a-z0-9._-]",
+		     BODY_NAME_MAX);
+		goto bad;
+	}
+	out->root = root;
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void key_body_clear(struct key_body *b)
+{
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_mkdir(const char *buf, size_t len, struct mkdir_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"path", "parents", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	if (check_unknown(root, fields, err) < 0 ||
+	    get_string(root, "path", BODY_PATH_MAX, 1, &out->path, NULL, err) < 0 ||
+	    body_check_path(out->path, err) < 0 ||
+	    get_bool(root, "parents", 1, &out->parents, err) < 0)
+		goto bad;
+	out->root = root;
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void mkdir_body_clear(struct mkdir_body *b)
+{
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_build(const char *buf, size_t len, struct build_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"force", NULL};
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return 0;
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	int r = check_unknown(root, fields, err);
+	if (!r)
+		r = get_bool(root, "force", 0, &out->force, err);
+	json_decref(root);
+	if (r)
+		memset(out, 0, sizeof(*out));
+	return r;
+}
+
+int body_check_path(const char *path, struct body_error *err)
+{
+	if (!path || !*path)
+		return fail(err, "invalid_path", "a path is required");
+	size_t n = strlen(path);
+	if (n > BODY_PATH_MAX)
+		return fail(err, "invalid_path", "the path is longer than %d bytes", BODY_PATH_MAX);
+	if (path[0] != '/')
+		return fail(err, "invalid_path", "the path must be absolute");
+	if (!utf8_valid(path, n) || !printable(path, n))
+		return fail(err, "invalid_path",
+			    "the path must be UTF-8 without control characters");
+	return 0;
+}
+
+int body_parse_bool_query(const char *name, const char *value, int dflt, int *out,
+			  struct body_error *err)
+{
+	if (!value) {
+		*out = dflt;
+		return 0;
+	}
+	if (!strcmp(value, "true") || !strcmp(value, "1")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcmp(value, "false") || !strcmp(value, "0")) {
+		*out = 0;
+		return 0;
+	}
+	return fail(err, "invalid_query", "query parameter '%.32s' must be true or false", name);
+}

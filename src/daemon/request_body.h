@@ -1,0 +1,145 @@
+/*
+ * request_body.h - strict validation of the REST API's JSON request bodies
+ * and query values (docs/api.md is the reference for every field).
+ *
+ * One pure function per route body: bytes in, a typed struct or a
+ * {code, message} error out.  No I/O, no globals, no engine: these are the
+ * functions tests/fuzz/fuzz_api_body.c feeds.  Every check the API promises
+ * lives here: JSON syntax, object shape, unknown fields, types, ranges,
+ * string sizes and character sets.
+ *
+ * Error codes (static strings, the API's error codes for 400 answers):
+ *   invalid_json   not JSON, not an object, duplicate keys
+ *   unknown_field  a field the route does not define
+ *   missing_field  a required field is absent
+ *   invalid_field  wrong type, out of range, bad characters, too long
+ *   invalid_path   a file path that is not absolute, too long, not UTF-8
+ *   invalid_query  a query parameter with a bad value
+ *
+ * Ownership: structs hold a reference to the parsed JSON root (root) so
+ * their const char * fields stay valid; release with the matching _clear.
+ * Threads: any.
+ */
+#ifndef PANDASTACK_DAEMON_REQUEST_BODY_H
+#define PANDASTACK_DAEMON_REQUEST_BODY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Caps, bytes unless said otherwise (documented in docs/api.md). */
+#define BODY_NAME_MAX 64           /* key names, teams, template names */
+#define BODY_CMD_MAX (64 * 1024)   /* exec cmd (the agent takes < 128 KiB) */
+#define BODY_STDIN_MAX (1024 * 1024) /* exec stdin */
+#define BODY_PATH_MAX 4095         /* guest paths */
+#define BODY_ENV_MAX_VARS 128
+#define BODY_ENV_NAME_MAX 256
+#define BODY_ENV_VALUE_MAX (32 * 1024)
+#define BODY_ENV_MAX_BYTES (256 * 1024) /* names + values of one env object */
+#define BODY_META_MAX_KEYS 32
+#define BODY_META_KEY_MAX 64
+#define BODY_META_VALUE_MAX 512
+
+struct body_error {
+	const char *code;   /* static string, see above */
+	char message[256];  /* human-readable, valid UTF-8 */
+};
+
+/* Limits that come from the daemon's configuration. */
+struct body_limits {
+	int64_t max_ttl_seconds;          /* ttl_seconds must be 1..this */
+	int64_t max_exec_timeout_seconds; /* timeout_seconds must be 0..this */
+};
+
+/* POST /v1/sandboxes */
+struct create_sandbox_body {
+	json_t *root;
+	const char *template_name; /* [a-z0-9][a-z0-9._-]{0,63} */
+	int64_t ttl_seconds;       /* 0 when absent (the daemon's default) */
+	json_t *env;               /* new reference; {} when absent */
+	json_t *metadata;          /* new reference; {} when absent */
+};
+
+/* POST /v1/sandboxes/{id}/ttl */
+struct ttl_body {
+	int64_t ttl_seconds;
+};
+
+/* POST /v1/sandboxes/{id}/exec and exec_stream */
+struct exec_body {
+	json_t *root;
+	const char *cmd;
+	int has_timeout;      /* timeout_seconds given */
+	int64_t timeout_ms;   /* 0: no limit (only when given as 0) */
+	json_t *env;          /* new reference; {} when absent */
+	const char *cwd;      /* NULL when absent */
+	const char *stdin_data; /* NULL when absent */
+	size_t stdin_len;
+};
+
+/* POST /v1/keys */
+struct key_body {
+	json_t *root;
+	const char *name;
+	const char *team;     /* NULL when absent */
+};
+
+/* POST /v1/sandboxes/{id}/fs/mkdir */
+struct mkdir_body {
+	json_t *root;
+	const char *path;
+	int parents;          /* default 1 */
+};
+
+/* POST /v1/templates/{name}/build (the body is optional) */
+struct build_body {
+	int force;            /* default 0 */
+};
+
+/*
+ * body_parse_* - parse and check len bytes of buf (not NUL-terminated; may
+ * be NULL when len is 0).  Return 0 with *out filled (release with the
+ * _clear function), or -EINVAL with *err filled and *out empty.
+ * body_parse_build accepts an empty body.
+ */
+int body_parse_create_sandbox(const char *buf, size_t len, const struct body_limits *lim,
+			      struct create_sandbox_body *out, struct body_error *err);
+void create_sandbox_body_clear(struct create_sandbox_body *b);
+
+int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
+		   struct ttl_body *out, struct body_error *err);
+
+int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
+		    struct exec_body *out, struct body_error *err);
+void exec_body_clear(struct exec_body *b);
+
+int body_parse_key(const char *buf, size_t len, struct key_body *out, struct body_error *err);
+void key_body_clear(struct key_body *b);
+
+int body_parse_mkdir(const char *buf, size_t len, struct mkdir_body *out, struct body_error *err);
+void mkdir_body_clear(struct mkdir_body *b);
+
+int body_parse_build(const char *buf, size_t len, struct build_body *out, struct body_error *err);
+
+/*
+ * body_check_path - a guest path from a query or body: NUL-terminated,
+ * absolute, 1..BODY_PATH_MAX bytes, valid UTF-8, no control characters.
+ * Returns 0 or -EINVAL with err (code invalid_path).
+ */
+int body_check_path(const char *path, struct body_error *err);
+
+/*
+ * body_check_name - a template, team or key name: 1..BODY_NAME_MAX bytes
+ * of [a-z0-9._-], starting with a letter or digit.  Returns 0 or -EINVAL.
+ */
+int body_check_name(const char *s);
+
+/*
+ * body_parse_bool_query - a query flag: NULL gives dflt; "true"/"1" and
+ * "false"/"0" are accepted.  Returns 0 or -EINVAL with err (invalid_query).
+ */
+int body_parse_bool_query(const char *name, const char *value, int dflt, int *out,
+			  struct body_error *err);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * route.h - the daemon's route table: which handler serves which method and
+ * path pattern, what authentication it needs and how its body is read.
+ *
+ * Patterns are literal segments and {param} segments ("/v1/sandboxes/{id}").
+ * A {param} matches one non-empty segment of at most ROUTE_PARAM_MAX - 1
+ * bytes.  The table (routes.c) is the single list of served routes: the
+ * dispatcher uses it, `pandastackd --print-routes` prints it, and a test
+ * compares it with docs/openapi.yaml.
+ *
+ * Threads: the table is immutable; matching is pure.
+ */
+#ifndef PANDASTACK_DAEMON_ROUTE_H
+#define PANDASTACK_DAEMON_ROUTE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define ROUTE_MAX_PARAMS 2
+#define ROUTE_PARAM_MAX 128
+
+struct http_req;
+
+enum route_auth {
+	ROUTE_AUTH_KEY = 0,   /* any valid API key */
+	ROUTE_AUTH_ADMIN = 1, /* an admin key; others get 403 */
+};
+
+enum route_body {
+	ROUTE_BODY_BUFFERED = 0, /* read whole (up to body_cap) before handle() */
+	ROUTE_BODY_STREAM = 1,   /* begin(), chunk() per piece, then handle() */
+};
+
+struct route {
+	const char *method;     /* "GET", "POST", "PUT", "DELETE" */
+	const char *pattern;    /* "/v1/sandboxes/{id}/exec" */
+	enum route_auth auth;
+	enum route_body body;
+	size_t body_cap;        /* BUFFERED: max body bytes (413 beyond) */
+	/* Called once the whole request arrived; must reply (http_reply_*). */
+	void (*handle)(struct http_req *r);
+	/* STREAM only: after the headers, before any body byte; may reply to
+	 * refuse the request (the body is then never read). */
+	void (*begin)(struct http_req *r);
+	/* STREAM only: each piece of the body as it arrives (len > 0). */
+	void (*chunk)(struct http_req *r, const char *data, size_t len);
+};
+
+/*
+ * route_match_pattern - does path match pattern?  Path parameters are
+ * copied in order into params (at most maxparams, each NUL-terminated).
+ * Returns 1 on a match, 0 otherwise.  Pure.
+ */
+int route_match_pattern(const char *pattern, const char *path,
+			char params[][ROUTE_PARAM_MAX], int maxparams);
+
+/*
+ * route_find - the route of table (n entries) for method and path, or NULL.
+ * When NULL, *path_known is 1 if some route matches the path with another
+ * method (the caller answers 405), else 0 (404).  Pure.
+ */
+const struct route *route_find(const struct route *table, size_t n, const char *method,
+			       const char *path, char params[][ROUTE_PARAM_MAX],
+			       int *path_known);
+
+/* routes_table - the daemon's table (static) and its length in *n. */
+const struct route *routes_table(size_t *n);
+
+/* routes_print - one "METHOD PATTERN" line per route to f. */
+void routes_print(FILE *f);
+
+#endif

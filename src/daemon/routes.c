@@ -1,0 +1,58 @@
+/*
+ * routes.c - the table of every route pandastackd serves (see route.h).
+ * docs/openapi.yaml must list exactly these; tests/integration checks it.
+ */
+#include <stdio.h>
+
+#include "daemon/api.h"
+#include "daemon/route.h"
+
+#define KEY ROUTE_AUTH_KEY
+#define ADMIN ROUTE_AUTH_ADMIN
+#define BUF ROUTE_BODY_BUFFERED
+
+static const struct route table[] = {
+	{"GET", "/healthz", KEY, BUF, API_BODY_SMALL, api_healthz, NULL, NULL},
+	{"GET", "/metrics", ADMIN, BUF, API_BODY_SMALL, api_metrics, NULL, NULL},
+
+	{"POST", "/v1/keys", KEY, BUF, API_BODY_SMALL, api_keys_create, NULL, NULL},
+	{"GET", "/v1/keys", KEY, BUF, API_BODY_SMALL, api_keys_list, NULL, NULL},
+	{"DELETE", "/v1/keys/{id}", KEY, BUF, API_BODY_SMALL, api_keys_delete, NULL, NULL},
+
+	{"GET", "/v1/templates", KEY, BUF, API_BODY_SMALL, api_templates_list, NULL, NULL},
+	{"POST", "/v1/templates/{name}/build", ADMIN, BUF, API_BODY_SMALL, api_templates_build,
+	 NULL, NULL},
+
+	{"POST", "/v1/sandboxes", KEY, BUF, API_BODY_SMALL, api_sandboxes_create, NULL, NULL},
+	{"GET", "/v1/sandboxes", KEY, BUF, API_BODY_SMALL, api_sandboxes_list, NULL, NULL},
+	{"GET", "/v1/sandboxes/{id}", KEY, BUF, API_BODY_SMALL, api_sandboxes_get, NULL, NULL},
+	{"DELETE", "/v1/sandboxes/{id}", KEY, BUF, API_BODY_SMALL, api_sandboxes_delete, NULL,
+	 NULL},
+	{"POST", "/v1/sandboxes/{id}/ttl", KEY, BUF, API_BODY_SMALL, api_sandboxes_ttl, NULL,
+	 NULL},
+
+	{"POST", "/v1/sandboxes/{id}/exec", KEY, BUF, API_BODY_EXEC, api_exec, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/exec_stream", KEY, BUF, API_BODY_EXEC, api_exec_stream, NULL,
+	 NULL},
+
+	{"PUT", "/v1/sandboxes/{id}/fs", KEY, ROUTE_BODY_STREAM, 0, api_fs_upload_end,
+	 api_fs_upload_begin, api_fs_upload_chunk},
+	{"GET", "/v1/sandboxes/{id}/fs", KEY, BUF, API_BODY_SMALL, api_fs_download, NULL, NULL},
+	{"DELETE", "/v1/sandboxes/{id}/fs", KEY, BUF, API_BODY_SMALL, api_fs_remove, NULL, NULL},
+	{"GET", "/v1/sandboxes/{id}/fs/stat", KEY, BUF, API_BODY_SMALL, api_fs_stat, NULL, NULL},
+	{"GET", "/v1/sandboxes/{id}/fs/list", KEY, BUF, API_BODY_SMALL, api_fs_list, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/fs/mkdir", KEY, BUF, API_BODY_SMALL, api_fs_mkdir, NULL,
+	 NULL},
+};
+
+const struct route *routes_table(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+void routes_print(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		fprintf(f, "%s %s\n", table[i].method, table[i].pattern);
+}

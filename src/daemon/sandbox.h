@@ -1,0 +1,172 @@
+/*
+ * sandbox.h - live sandboxes: the in-memory registry of the sandboxes whose
+ * QEMU this daemon holds, their lifecycle (create, use, end) and the rules
+ * that keep concurrent calls safe.
+ *
+ * The SQLite row (store.h) is the record users see; a struct sbx is the
+ * handle on a running one.  States:
+ *
+ *    CREATING --restore ok--> RUNNING --delete / ttl / QEMU died--> ENDING --> ENDED
+ *        \--restore failed--> (removed: no row, no dir, no process)
+ *
+ * Locking: the registry mutex guards the list and reference counts; each
+ * sbx's mutex guards its state, expiry and `ops` (threads inside the engine
+ * with this VM's pointers).  Order: registry, then sbx.  No lock is held
+ * across a blocking call: a create restores QEMU unlocked (its slot in the
+ * team's limit is reserved first, atomically, as a CREATING entry), and an
+ * end waits for `ops` to drain after killing QEMU, which wakes them.
+ * Agent streams stay valid after their VM ends (agent_conn.h): their reads
+ * then fail with -ECONNRESET, so long streams never delay an end.
+ *
+ * Threads: every function may be called from any thread.
+ */
+#ifndef PANDASTACK_DAEMON_SANDBOX_H
+#define PANDASTACK_DAEMON_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "daemon/request_body.h"
+#include "daemon/store.h"
+#include "engine/agent_conn.h"
+
+struct daemon;
+struct sandboxes;
+struct sbx;
+
+/* Sandbox ids: "sbx_" + 20 lowercase hex digits. */
+#define SBX_ID_HEX 20
+
+/* sandbox_id_valid - 1 if s has the form of a sandbox id, else 0.  Pure. */
+int sandbox_id_valid(const char *s);
+
+/*
+ * sandboxes_new - an empty registry for daemon d (d's store, templates and
+ * dirs must be set).  Returns 0 with *out, or -errno.
+ */
+int sandboxes_new(struct daemon *d, struct sandboxes **out);
+
+/*
+ * sandboxes_free - release every handle without stopping QEMU (sandboxes
+ * outlive the daemon and are adopted again at the next start).
+ */
+void sandboxes_free(struct sandboxes *reg);
+
+/* sandboxes_wake_fd - an eventfd that becomes readable when the set of
+ * running sandboxes or an expiry changed (the monitor polls it; it reads
+ * it to reset). */
+int sandboxes_wake_fd(struct sandboxes *reg);
+
+/* sandboxes_count_running - sandboxes in RUNNING state now. */
+unsigned sandboxes_count_running(struct sandboxes *reg);
+
+/* An API error for a failed call: HTTP status, API code, message. */
+struct sbx_err {
+	unsigned status;
+	const char *code;
+	char message[400];
+};
+
+/*
+ * sbx_create - the whole create: check the template, reserve a slot under
+ * the team's limit (429), restore a VM into <data-dir>/sandboxes/<id> (from
+ * the template's pool if one is ready), store the row.  On success *row is
+ * the stored row (strings owned by the caller: sandbox_row_clear).  On
+ * failure returns -errno with *err filled and leaves nothing behind.
+ */
+int sbx_create(struct sandboxes *reg, const char *team, const struct create_sandbox_body *b,
+	       struct sandbox_row *row, struct sbx_err *err);
+
+/*
+ * sbx_acquire - a reference on the live sandbox id of team.  Returns 0 with
+ * *out (release with sbx_release), -ENOENT (no such sandbox for this team:
+ * 404), -ESRCH (it exists but is not running: 409; *row_status set when
+ * not NULL, STORE_STATUS_MAX bytes).
+ */
+int sbx_acquire(struct sandboxes *reg, const char *team, const char *id, struct sbx **out,
+		char *row_status);
+
+/* sbx_release - drop a reference from sbx_acquire.  NULL is a no-op. */
+void sbx_release(struct sbx *sb);
+
+/* sbx_id - the sandbox's id (borrowed, valid while referenced). */
+const char *sbx_id(const struct sbx *sb);
+
+/* sbx_env - the sandbox's default exec environment (borrowed JSON object,
+ * immutable, valid while referenced). */
+json_t *sbx_env(const struct sbx *sb);
+
+/* sbx_ending - 1 once the sandbox is being stopped or has ended. */
+int sbx_ending(struct sbx *sb);
+
+/*
+ * sbx_stream_open - open an agent stream with request req (borrowed) on the
+ * sandbox's agent connection (reconnecting once if it was lost).  The
+ * stream is the caller's (agent_stream_close) and stays safe to use after
+ * the sandbox ends.  Returns 0, -ESRCH (not running), -ECONNRESET (the
+ * agent is unreachable), -EMFILE (too many streams), -ENOMEM.
+ */
+int sbx_stream_open(struct sbx *sb, json_t *req, struct agent_stream **out);
+
+/*
+ * sbx_call - one request/answer operation (agent_call) on the sandbox's
+ * agent: *result is the END object (new reference).  Returns as
+ * agent_call, or -ESRCH when the sandbox is not running.
+ */
+int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result);
+
+/*
+ * sbx_delete - stop the sandbox id of team (if running) and remove its row.
+ * Returns 0, -ENOENT (no such sandbox for this team), -EIO.
+ */
+int sbx_delete(struct sandboxes *reg, const char *team, const char *id);
+
+/*
+ * sbx_set_ttl - make the sandbox expire ttl_s seconds from now.  On success
+ * *row is the updated row (caller clears).  Returns 0, -ENOENT, -ESRCH (not
+ * running), -EIO.
+ */
+int sbx_set_ttl(struct sandboxes *reg, const char *team, const char *id, int64_t ttl_s,
+		struct sandbox_row *row);
+
+/* ---- for the monitor (monitor.c) --------------------------------------- */
+
+/* One running sandbox as the monitor sees it. */
+struct sbx_watch {
+	struct sbx *sb;       /* a reference: sbx_release when done */
+	int exit_fd;          /* vm_exit_fd, or -1 (then poll sbx_vm_alive) */
+	int64_t expires_at_ms;
+};
+
+/*
+ * sandboxes_watch_list - references on up to cap RUNNING sandboxes not yet
+ * asked to end.  Returns how many were written to out.
+ */
+size_t sandboxes_watch_list(struct sandboxes *reg, struct sbx_watch *out, size_t cap);
+
+/* sbx_vm_alive - 1 while the sandbox's QEMU runs (for VMs without pidfd). */
+int sbx_vm_alive(struct sbx *sb);
+
+/*
+ * sbx_end_async - end the sandbox in a new detached thread: status
+ * "stopped" with reason for an expiry, "error" for a QEMU that died (the
+ * reason is then read from the engine when reason is NULL).  Only the first
+ * request counts.  Returns 1 if this call started the end, 0 if an end
+ * (delete, expiry, death) was already under way, -errno if the thread could
+ * not start (the monitor retries).
+ */
+int sbx_end_async(struct sbx *sb, const char *status, const char *reason);
+
+/* ---- start-up (sandbox_adopt.c) ----------------------------------------- */
+
+/*
+ * sandboxes_adopt - take over every sandbox whose row says running: adopt
+ * its QEMU (vm_adopt) or mark it error with the reason.  Then stop and
+ * remove run dirs that have no running row (left by a create that was
+ * interrupted by a crash).  Returns 0 or -EIO (the store failed).
+ */
+int sandboxes_adopt(struct sandboxes *reg);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * store.c - opening the registry database and its migrations (see store.h).
+ *
+ * Migrations are numbered from 1; PRAGMA user_version records the last one
+ * applied.  Each runs in its own transaction with the version bump, so a
+ * crash mid-migration leaves the previous version intact.  Add new ones at
+ * the end of the list; never edit an applied one.
+ */
+#include "daemon/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "daemon/store_int.h"
+
+static const char *const migrations[] = {
+	/* 1: keys and sandboxes */
+	"CREATE TABLE api_keys ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  team TEXT NOT NULL,"
+	"  hash TEXT NOT NULL UNIQUE,"
+	"  admin INTEGER NOT NULL DEFAULT 0,"
+	"  created_at INTEGER NOT NULL"
+	");"
+	"CREATE INDEX api_keys_team ON api_keys(team);"
+	"CREATE TABLE sandboxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  template TEXT NOT NULL,"
+	"  status TEXT NOT NULL CHECK (status IN ('running','paused','stopped','error')),"
+	"  reason TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  ended_at INTEGER NOT NULL DEFAULT 0,"
+	"  vcpus INTEGER NOT NULL DEFAULT 0,"
+	"  memory_mib INTEGER NOT NULL DEFAULT 0,"
+	"  metadata TEXT NOT NULL DEFAULT '{}',"
+	"  env TEXT NOT NULL DEFAULT '{}'"
+	");"
+	"CREATE INDEX sandboxes_team ON sandboxes(team, created_at);"
+	"CREATE INDEX sandboxes_status ON sandboxes(status);",
+};
+
+#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+sqlite3_stmt *store__prepare(struct store *s, const char *sql, const char *where)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		store__fail(s, rc, where);
+		return NULL;
+	}
+	return st;
+}
+
+int store__fail(struct store *s, int rc, const char *where)
+{
+	char q[300];
+	log_kv(LOG_ERROR, "store.error", "where=%s rc=%d msg=%s", where, rc,
+	       log_quote(sqlite3_errmsg(s->db), q, sizeof(q)));
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return -EEXIST;
+	if ((rc & 0xff) == SQLITE_NOMEM)
+		return -ENOMEM;
+	return -EIO;
+}
+
+int store__copy_text(sqlite3_stmt *st, int col, char *out, size_t outlen)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+	if (!t) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (n >= outlen)
+		return -EIO;
+	memcpy(out, t, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int store__dup_text(sqlite3_stmt *st, int col, size_t cap, const char *dflt, char **out)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+	const char *src = t ? (const char *)t : dflt;
+	if (!t)
+		n = strlen(dflt);
+	if (n > cap)
+		return -EIO;
+	char *c = malloc(n + 1);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, src, n);
+	c[n] = '\0';
+	*out = c;
+	return 0;
+}
+
+static int exec_sql(struct store *s, const char *sql, const char *where)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		char q[300];
+		log_kv(LOG_ERROR, "store.error", "where=%s rc=%d msg=%s", where, rc,
+		       log_quote(msg ? msg : "?", q, sizeof(q)));
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int read_version(struct store *s, int *v)
+{
+	sqlite3_stmt *st = store__prepare(s, "PRAGMA user_version", "user_version");
+	if (!st)
+		return -EIO;
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+static int migrate(struct store *s, char *err, size_t errlen)
+{
+	int v;
+	if (read_version(s, &v) < 0) {
+		snprintf(err, errlen, "cannot read the schema version");
+		return -EIO;
+	}
+	if (v > N_MIGRATIONS) {
+		snprintf(err, errlen,
+			 "the database has schema version %d, newer than this program (%d)", v,
+			 N_MIGRATIONS);
+		return -EIO;
+	}
+	for (; v < N_MIGRATIONS; v++) {
+		char bump[64];
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d;", v + 1);
+		if (exec_sql(s, "BEGIN IMMEDIATE", "migrate.begin") < 0)
+			goto fail;
+		if (exec_sql(s, migrations[v], "migrate") < 0 ||
+		    exec_sql(s, bump, "migrate.version") < 0 ||
+		    exec_sql(s, "COMMIT", "migrate.commit") < 0) {
+			exec_sql(s, "ROLLBACK", "migrate.rollback");
+			goto fail;
+		}
+		log_kv(LOG_INFO, "store.migrated", "version=%d", v + 1);
+	}
+	s->version = v;
+	return 0;
+fail:
+	snprintf(err, errlen, "migration %d failed (see the log)", v + 1);
+	return -EIO;
+}
+
+int store_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	/* The registry holds key hashes: private.  SQLite gives its -wal and
+	 * -shm files the database file's mode, so create that one first. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	int rc = sqlite3_open_v2(path, &s->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", path,
+			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	if (exec_sql(s, "PRAGMA journal_mode=WAL", "wal") < 0 ||
+	    exec_sql(s, "PRAGMA synchronous=NORMAL", "synchronous") < 0) {
+		snprintf(err, errlen, "cannot switch %s to WAL", path);
+		goto fail;
+	}
+	if (migrate(s, err, errlen) < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return -EIO;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int store_schema_version(struct store *s)
+{
+	return s->version;
+}

@@ -1,0 +1,126 @@
+/*
+ * store.h - the daemon's registry in SQLite (<data-dir>/pandastack.db, WAL):
+ * API keys and sandbox rows.  The schema is created and upgraded by numbered
+ * migrations (PRAGMA user_version); see store.c.
+ *
+ * One connection guarded by a mutex: every function may be called from any
+ * thread and holds the lock only for its own statements.  Functions return
+ * 0 or -errno: -ENOENT (no such row), -EEXIST (unique key taken), -EIO (an
+ * SQLite error, logged), -ENOMEM.  Strings read from the database are
+ * checked for size before they are copied.
+ */
+#ifndef PANDASTACK_DAEMON_STORE_H
+#define PANDASTACK_DAEMON_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_ID_MAX 64      /* sandbox and key ids, bytes with the NUL */
+#define STORE_NAME_MAX 65    /* names, teams, templates: 64 bytes + NUL */
+#define STORE_STATUS_MAX 16
+#define STORE_REASON_MAX 256
+#define STORE_LIST_MAX 10000 /* rows a list returns at most */
+
+struct store;
+
+/*
+ * store_open - open or create the database at path, switch it to WAL and
+ * apply pending migrations.  *out is owned by the caller (store_close).
+ * Returns 0, or -EIO with err filled (also for a database newer than this
+ * program: a downgrade is refused).
+ */
+int store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+/* store_close - close the connection.  NULL is a no-op. */
+void store_close(struct store *s);
+
+/* store_schema_version - the applied migration number (for /healthz). */
+int store_schema_version(struct store *s);
+
+/* ---- API keys ------------------------------------------------------------ */
+
+struct key_row {
+	char id[STORE_ID_MAX];
+	char name[STORE_NAME_MAX];
+	char team[STORE_NAME_MAX];
+	int admin;
+	int64_t created_at_ms; /* wall clock */
+};
+
+/* store_key_insert - add a key; hash_hex is SHA-256 of the secret (64 hex).
+ * -EEXIST if the id or hash exists. */
+int store_key_insert(struct store *s, const struct key_row *k, const char *hash_hex);
+
+/* store_key_by_hash - the key whose secret hashes to hash_hex; -ENOENT. */
+int store_key_by_hash(struct store *s, const char *hash_hex, struct key_row *out);
+
+/* store_key_get - the key with this id; -ENOENT. */
+int store_key_get(struct store *s, const char *id, struct key_row *out);
+
+/*
+ * store_key_list - keys of team (NULL: all), oldest first, at most
+ * STORE_LIST_MAX.  *rows is owned by the caller (free()); *n its length.
+ */
+int store_key_list(struct store *s, const char *team, struct key_row **rows, size_t *n);
+
+/* store_key_delete - remove key id; -ENOENT. */
+int store_key_delete(struct store *s, const char *id);
+
+/* store_key_count_admin - number of admin keys into *n. */
+int store_key_count_admin(struct store *s, int *n);
+
+/* ---- sandboxes ------------------------------------------------------------- */
+
+struct sandbox_row {
+	char id[STORE_ID_MAX];
+	char team[STORE_NAME_MAX];
+	char template_name[STORE_NAME_MAX];
+	char status[STORE_STATUS_MAX]; /* running, paused, stopped, error */
+	char reason[STORE_REASON_MAX]; /* why it stopped; "" when running */
+	int64_t created_at_ms;         /* wall clock */
+	int64_t expires_at_ms;
+	int64_t ended_at_ms;           /* 0 while running */
+	unsigned vcpus;
+	unsigned memory_mib;
+	char *metadata_json;           /* owned: a JSON object */
+	char *env_json;                /* owned: a JSON object */
+};
+
+/* sandbox_row_clear - free the owned strings of r (not r itself). */
+void sandbox_row_clear(struct sandbox_row *r);
+
+/* sandbox_rows_free - clear and free an array from store_sandbox_list. */
+void sandbox_rows_free(struct sandbox_row *rows, size_t n);
+
+/* store_sandbox_insert - add a row; -EEXIST if the id exists. */
+int store_sandbox_insert(struct store *s, const struct sandbox_row *r);
+
+/* store_sandbox_get - row id (out's strings owned by the caller); -ENOENT. */
+int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *out);
+
+/*
+ * store_sandbox_list - rows of team (NULL: every team) whose status is
+ * status (NULL: any), oldest first, at most STORE_LIST_MAX.  *rows is owned
+ * by the caller (sandbox_rows_free).
+ */
+int store_sandbox_list(struct store *s, const char *team, const char *status,
+		       struct sandbox_row **rows, size_t *n);
+
+/* store_sandbox_set_status - set status, reason and ended_at; -ENOENT. */
+int store_sandbox_set_status(struct store *s, const char *id, const char *status,
+			     const char *reason, int64_t ended_at_ms);
+
+/* store_sandbox_set_expiry - set expires_at; -ENOENT. */
+int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at_ms);
+
+/* store_sandbox_delete - remove row id; -ENOENT. */
+int store_sandbox_delete(struct store *s, const char *id);
+
+/* store_sandbox_purge_ended - remove stopped/error rows that ended before
+ * before_ms; *n gets how many. */
+int store_sandbox_purge_ended(struct store *s, int64_t before_ms, int *n);
+
+/* store_sandbox_count - rows with status into *n. */
+int store_sandbox_count(struct store *s, const char *status, int64_t *n);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * utf8.c - UTF-8 validation and U+FFFD substitution (see utf8.h).
+ */
+#include "daemon/utf8.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Length of the valid sequence starting at s[0] (1..4), or the negated
+ * length of the maximal invalid subpart to replace (-1..-3), or 0 when the
+ * bytes available (n) end while the sequence is still valid so far.
+ */
+static int seq_len(const uint8_t *s, size_t n)
+{
+	uint8_t c = s[0];
+	if (c < 0x80)
+		return 1;
+	int need;
+	uint8_t lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 1;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 2;
+		if (c == 0xe0)
+			lo = 0xa0; /* no overlong forms */
+		else if (c == 0xed)
+			hi = 0x9f; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 3;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f; /* <= U+10FFFF */
+	} else {
+		return -1;
+	}
+	for (int i = 1; i <= need; i++) {
+		if ((size_t)i >= n)
+			return 0;
+		uint8_t b = s[i];
+		uint8_t l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xbf;
+		if (b < l || b > h)
+			return -i;
+	}
+	return need + 1;
+}
+
+int utf8_valid(const void *s, size_t len)
+{
+	const uint8_t *p = s;
+	size_t i = 0;
+	while (i < len) {
+		int l = seq_len(p + i, len - i);
+		if (l <= 0)
+			return 0;
+		i += (size_t)l;
+	}
+	return 1;
+}
+
+size_t utf8_incomplete_tail(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t stop = len > 4 ? len - 4 : 0;
+	for (size_t i = len; i > stop; i--) {
+		if ((p[i - 1] & 0xc0) == 0x80)
+			continue; /* continuation byte: look further back for its lead */
+		return seq_len(p + i - 1, len - (i - 1)) == 0 ? len - (i - 1) : 0;
+	}
+	return 0;
+}
+
+int utf8_sanitize(const void *in, size_t len, char **out, size_t *outlen)
+{
+	const uint8_t *p = in;
+	if (len > (SIZE_MAX - 1) / 3)
+		return -EOVERFLOW;
+	char *o = malloc(len * 3 + 1);
+	if (!o)
+		return -ENOMEM;
+	size_t i = 0, w = 0;
+	while (i < len) {
+		int l = seq_len(p + i, len - i);
+		if (l > 0) {
+			memcpy(o + w, p + i, (size_t)l);
+			w += (size_t)l;
+			i += (size_t)l;
+			continue;
+		}
+		/* invalid subpart (l < 0) or a sequence cut by the end (l == 0) */
+		size_t skip = l < 0 ? (size_t)-l : len - i;
+		memcpy(o + w, "\xef\xbf\xbd", 3);
+		w += 3;
+		i += skip;
+	}
+	o[w] = '\0';
+	*out = o;
+	if (outlen)
+		*outlen = w;
+	return 0;
+}
+
+json_t *json_string_lossy(const void *buf, size_t len)
+{
+	if (utf8_valid(buf, len))
+		return json_stringn_nocheck(buf, len);
+	char *s;
+	size_t n;
+	if (utf8_sanitize(buf, len, &s, &n) < 0)
+		return NULL;
+	json_t *j = json_stringn_nocheck(s, n);
+	free(s);
+	return j;
+}

@@ -1,0 +1,327 @@
+"""The daemon's HTTP API without VMs: auth on every route, keys and teams,
+request validation, error shapes, routes against docs/openapi.yaml,
+health, metrics, start-up rules."""
+import http.client
+import json
+import os
+import re
+import stat
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import DAEMON, ROOT, Daemon
+
+FAKE_SBX = "sbx_0123456789abcdef0123"
+
+
+def served_routes():
+    out = subprocess.check_output([str(DAEMON), "--print-routes"], text=True)
+    return sorted(tuple(line.split(" ", 1)) for line in out.splitlines() if line)
+
+
+def concrete(pattern):
+    return pattern.replace("{id}", FAKE_SBX if "sandboxes" in pattern else "key_0000000000000000") \
+                  .replace("{name}", "base")
+
+
+def test_routes_match_openapi():
+    spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
+    documented = sorted((m.upper(), p) for p, ops in spec["paths"].items()
+                        for m in ops if m in ("get", "put", "post", "delete", "patch", "head"))
+    served = served_routes()
+    assert served == documented, set(served) ^ set(documented)
+
+
+def test_api_md_mentions_every_route():
+    doc = (ROOT / "docs" / "api.md").read_text()
+    for method, pattern in served_routes():
+        assert f"`{method} {pattern}" in doc, (method, pattern)
+
+
+@pytest.mark.parametrize("route", served_routes(), ids=lambda r: f"{r[0]} {r[1]}")
+def test_every_route_needs_a_key(api_daemon, route):
+    method, pattern = route
+    path = concrete(pattern) + ("?path=/x" if pattern.endswith("/fs") or "/fs/" in pattern else "")
+    body = b"{}" if method in ("POST", "PUT") else None
+    for key, headers in ((None, {}),
+                         ("pds_" + "0" * 48, {}),                      # well-formed, unknown
+                         ("not-a-key", {}),                            # malformed
+                         (None, {"Authorization": "Basic YWRtaW46eA=="}),
+                         (None, {"Authorization": "Bearer"}),
+                         (None, {"Authorization": f"Bearer {api_daemon.admin_key} extra"})):
+        r = api_daemon.request(method, path, body, key=key, headers=headers)
+        assert r.status == 401, (key, headers, r)
+        assert r.error_code() == "unauthorized"
+        assert set(r.json()["error"]) == {"code", "message"}
+
+
+def test_admin_routes_refuse_team_keys(api_daemon):
+    k = api_daemon.new_key("team-a")
+    r = api_daemon.request("GET", "/metrics", key=k)
+    assert r.status == 403 and r.error_code() == "forbidden"
+    r = api_daemon.request("POST", "/v1/templates/base/build", {}, key=k)
+    assert r.status == 403 and r.error_code() == "forbidden"
+
+
+def test_admin_key_file(api_daemon):
+    f = api_daemon.data_dir / "admin.key"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o600
+    key = f.read_text().strip()
+    assert re.fullmatch(r"pds_[0-9a-f]{48}", key)
+    printed = api_daemon.out_path.read_text()
+    assert printed.count(key) == 1
+    # the database stores hashes only
+    db = (api_daemon.data_dir / "pandastack.db").read_bytes()
+    assert key.encode() not in db
+    assert stat.S_IMODE((api_daemon.data_dir / "pandastack.db").stat().st_mode) == 0o600
+
+
+def test_restart_keeps_keys_and_prints_nothing(daemon_factory, tmp_root):
+    (tmp_root / "cache").mkdir()
+    d = daemon_factory("keep", ["--pool-size", "0"], cache=str(tmp_root / "cache"))
+    key = d.admin_key
+    team_key = d.new_key("t1")
+    d.stop()
+    printed_before = d.out_path.read_text()
+    d.start()
+    assert d.admin_key == key
+    assert d.out_path.read_text() == printed_before      # printed once, on the first start
+    assert d.request("GET", "/v1/keys", key=team_key).status == 200
+
+
+def test_second_daemon_on_same_data_dir_refused(api_daemon):
+    p = subprocess.run([str(DAEMON), "--listen", "127.0.0.1:0", "--data-dir",
+                        str(api_daemon.data_dir), "--cache", "/nonexistent", "--accel", "tcg"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert "another pandastackd" in p.stderr
+
+
+def test_bad_flags_exit_2():
+    p = subprocess.run([str(DAEMON), "--pool-size", "x"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--pool-size" in p.stderr
+    p = subprocess.run([str(DAEMON), "--nope"], capture_output=True, text=True)
+    assert p.returncode == 2
+    p = subprocess.run([str(DAEMON), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--max-sandboxes-per-team" in p.stdout
+
+
+def test_healthz(api_daemon):
+    r = api_daemon.request("GET", "/healthz")
+    assert r.status == 200
+    h = r.json()
+    assert h["status"] == "ok" and h["accelerator"] in ("kvm", "tcg")
+    assert h["sandboxes_running"] == 0
+
+
+def test_metrics_text(api_daemon):
+    api_daemon.request("GET", "/v1/sandboxes/" + FAKE_SBX)            # a 404 to count
+    r = api_daemon.request("GET", "/metrics")
+    assert r.status == 200
+    assert r.headers["Content-Type"].startswith("text/plain")
+    text = r.body.decode()
+    for name in ("pandastack_sandboxes{status=\"running\"}",
+                 "pandastack_sandbox_creates_total{result=\"ok\"}",
+                 "pandastack_exec_duration_seconds_bucket{le=\"+Inf\"}",
+                 "pandastack_http_errors_total"):
+        assert name in text, name
+    m = re.search(r'pandastack_http_responses_total\{status="404"\} (\d+)', text)
+    assert m and int(m.group(1)) >= 1
+    # every sample line is "name{labels} value"
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            assert re.fullmatch(r'[a-z_]+(\{[a-z_]+="[^"]*"\})? [0-9.e+-]+', line), line
+
+
+def test_unknown_route_and_method(api_daemon):
+    r = api_daemon.request("GET", "/v1/nothing")
+    assert r.status == 404 and r.error_code() == "not_found"
+    r = api_daemon.request("PATCH", "/v1/sandboxes")
+    assert r.status == 405 and r.error_code() == "method_not_allowed"
+    r = api_daemon.request("GET", "/v1/sandboxes/")
+    assert r.status == 404
+
+
+def test_keys_and_teams(api_daemon):
+    d = api_daemon
+    r = d.request("POST", "/v1/keys", {"name": "ci", "team": "alpha"})
+    assert r.status == 201
+    k = r.json()
+    assert re.fullmatch(r"pds_[0-9a-f]{48}", k["key"]) and k["team"] == "alpha"
+    assert k["admin"] is False and re.fullmatch(r"key_[0-9a-f]{16}", k["id"])
+    alpha = k["key"]
+    # a team key makes keys for its own team only
+    r = d.request("POST", "/v1/keys", {"name": "x"}, key=alpha)
+    assert r.status == 201 and r.json()["team"] == "alpha"
+    second = r.json()
+    r = d.request("POST", "/v1/keys", {"name": "x", "team": "beta"}, key=alpha)
+    assert r.status == 403 and r.error_code() == "forbidden"
+    # listing: the team's keys only, never secrets
+    listed = d.request("GET", "/v1/keys", key=alpha).json()["keys"]
+    assert {x["team"] for x in listed} == {"alpha"} and len(listed) >= 2
+    assert all("key" not in x for x in listed)
+    everything = d.request("GET", "/v1/keys").json()["keys"]
+    assert {"admin", "alpha"} <= {x["team"] for x in everything}
+    # another team's key is invisible
+    beta = d.new_key("beta")
+    r = d.request("DELETE", f"/v1/keys/{second['id']}", key=beta)
+    assert r.status == 404 and r.error_code() == "key_not_found"
+    # admin keys cannot be deleted
+    admin_id = [x for x in everything if x["admin"]][0]["id"]
+    r = d.request("DELETE", f"/v1/keys/{admin_id}")
+    assert r.status == 409 and r.error_code() == "admin_key"
+    # a deleted key stops working at once
+    assert d.request("DELETE", f"/v1/keys/{second['id']}", key=alpha).status == 204
+    assert d.request("GET", "/v1/keys", key=second["key"]).status == 401
+    assert d.request("DELETE", f"/v1/keys/{second['id']}", key=alpha).status == 404
+
+
+@pytest.mark.parametrize("body,code", [
+    (b"not json", "invalid_json"),
+    (b"", "invalid_json"),
+    (b"[1]", "invalid_json"),
+    (b'{"template": "base", "template": "x"}', "invalid_json"),
+    ({}, "missing_field"),
+    ({"template": 42}, "invalid_field"),
+    ({"template": "Base!"}, "invalid_field"),
+    ({"template": "base", "ttl_seconds": "60"}, "invalid_field"),
+    ({"template": "base", "ttl_seconds": 0}, "invalid_field"),
+    ({"template": "base", "ttl_seconds": 10 ** 9}, "invalid_field"),
+    ({"template": "base", "env": {"1BAD": "x"}}, "invalid_field"),
+    ({"template": "base", "env": {"A": 1}}, "invalid_field"),
+    ({"template": "base", "metadata": ["x"]}, "invalid_field"),
+    ({"template": "base", "cpus": 2}, "unknown_field"),
+])
+def test_create_bad_bodies(api_daemon, body, code):
+    r = api_daemon.request("POST", "/v1/sandboxes", body)
+    assert r.status == 400, r
+    assert r.error_code() == code
+    assert api_daemon.request("GET", "/v1/sandboxes").json()["sandboxes"] == []
+
+
+def test_create_unknown_template(api_daemon):
+    r = api_daemon.request("POST", "/v1/sandboxes", {"template": "no-such-template"})
+    assert r.status == 404 and r.error_code() == "template_not_found"
+    assert api_daemon.request("GET", "/v1/sandboxes").json()["sandboxes"] == []
+    assert list((api_daemon.data_dir / "sandboxes").iterdir()) == []
+
+
+def test_body_too_large(api_daemon):
+    big = b'{"template": "' + b"a" * (70 * 1024) + b'"}'
+    r = api_daemon.request("POST", "/v1/sandboxes", big)
+    assert r.status == 413 and r.error_code() == "body_too_large"
+    # chunked (no Content-Length): read up to the cap, then 413
+    c = api_daemon.conn()
+    c.putrequest("POST", "/v1/keys")
+    c.putheader("Authorization", f"Bearer {api_daemon.admin_key}")
+    c.putheader("Transfer-Encoding", "chunked")
+    c.endheaders()
+    chunk = b"x" * 8192
+    for _ in range(10):
+        c.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    c.send(b"0\r\n\r\n")
+    resp = c.getresponse()
+    assert resp.status == 413
+    assert json.loads(resp.read())["error"]["code"] == "body_too_large"
+    c.close()
+
+
+def test_upload_announced_over_cap(daemon_factory, tmp_root):
+    (tmp_root / "cache").mkdir()
+    d = daemon_factory("cap", ["--pool-size", "0", "--max-upload", "1000"],
+                       cache=str(tmp_root / "cache"))
+    c = d.conn()
+    c.putrequest("PUT", f"/v1/sandboxes/{FAKE_SBX}/fs?path=/x")
+    c.putheader("Authorization", f"Bearer {d.admin_key}")
+    c.putheader("Content-Length", "1001")
+    c.putheader("Expect", "100-continue")
+    c.endheaders()
+    resp = c.getresponse()          # answered before any body byte is sent
+    assert resp.status == 413
+    assert json.loads(resp.read())["error"]["code"] == "body_too_large"
+    c.close()
+
+
+def test_sandbox_routes_on_missing_sandbox(api_daemon):
+    d = api_daemon
+    for method, path, body in [
+        ("GET", f"/v1/sandboxes/{FAKE_SBX}", None),
+        ("DELETE", f"/v1/sandboxes/{FAKE_SBX}", None),
+        ("POST", f"/v1/sandboxes/{FAKE_SBX}/ttl", {"ttl_seconds": 10}),
+        ("POST", f"/v1/sandboxes/{FAKE_SBX}/exec", {"cmd": "true"}),
+        ("POST", f"/v1/sandboxes/{FAKE_SBX}/exec_stream", {"cmd": "true"}),
+        ("GET", f"/v1/sandboxes/{FAKE_SBX}/fs?path=/etc/hostname", None),
+        ("PUT", f"/v1/sandboxes/{FAKE_SBX}/fs?path=/tmp/x", b"data"),
+        ("GET", f"/v1/sandboxes/{FAKE_SBX}/fs/stat?path=/", None),
+        ("GET", f"/v1/sandboxes/{FAKE_SBX}/fs/list?path=/", None),
+        ("POST", f"/v1/sandboxes/{FAKE_SBX}/fs/mkdir", {"path": "/tmp/d"}),
+        ("GET", "/v1/sandboxes/not-an-id", None),
+    ]:
+        r = d.request(method, path, body)
+        assert r.status == 404, (method, path, r)
+        assert r.error_code() == "sandbox_not_found"
+
+
+def test_bad_inputs_before_the_sandbox(api_daemon):
+    d = api_daemon
+    base = f"/v1/sandboxes/{FAKE_SBX}"
+    cases = [
+        ("POST", base + "/exec", {"cmd": ""}, 400, "invalid_field"),
+        ("POST", base + "/exec", {"cmd": "ls", "timeout_seconds": -1}, 400, "invalid_field"),
+        ("POST", base + "/exec", {"cmd": "ls", "cwd": "relative"}, 400, "invalid_field"),
+        ("POST", base + "/exec", {"command": "ls"}, 400, "unknown_field"),
+        ("POST", base + "/exec_stream", b"{", 400, "invalid_json"),
+        ("POST", base + "/ttl", {"ttl_seconds": 0}, 400, "invalid_field"),
+        ("POST", base + "/ttl", {}, 400, "missing_field"),
+        ("GET", base + "/fs", None, 400, "invalid_path"),
+        ("GET", base + "/fs?path=relative", None, 400, "invalid_path"),
+        ("PUT", base + "/fs?path=", b"x", 400, "invalid_path"),
+        ("GET", base + "/fs/stat?path=%0A", None, 400, "invalid_path"),
+        ("DELETE", base + "/fs?path=/x&recursive=maybe", None, 400, "invalid_query"),
+        ("POST", base + "/fs/mkdir", {"path": "rel"}, 400, "invalid_path"),
+        ("GET", "/v1/sandboxes?colour=red", None, 400, "invalid_query"),
+        ("GET", "/v1/sandboxes?status=sleeping", None, 400, "invalid_query"),
+        ("POST", "/v1/keys", {"name": ""}, 400, "invalid_field"),
+        ("POST", "/v1/keys", {"name": "x", "team": "Bad Team"}, 400, "invalid_field"),
+        ("POST", "/v1/templates/base/build", {"force": "yes"}, 400, "invalid_field"),
+        ("POST", "/v1/templates/no-recipe/build", {}, 404, "template_not_found"),
+    ]
+    for method, path, body, status, code in cases:
+        r = d.request(method, path, body)
+        assert r.status == status, (method, path, body, r)
+        assert r.error_code() == code, (method, path, body, r)
+
+
+def test_list_filters(api_daemon):
+    r = api_daemon.request("GET", "/v1/sandboxes?status=running&metadata.user=alice")
+    assert r.status == 200 and r.json() == {"sandboxes": []}
+
+
+def test_templates_list_empty_cache(api_daemon):
+    r = api_daemon.request("GET", "/v1/templates")
+    assert r.status == 200 and r.json() == {"templates": []}
+
+
+def test_request_log_lines(api_daemon):
+    api_daemon.request("GET", "/healthz")
+    lines = [l for l in api_daemon.log().splitlines() if "event=http.request" in l]
+    assert lines
+    assert all(re.match(r"ts=\S+ level=\w+ event=http\.request method=\w+ route=\S+ status=\d+", l)
+               for l in lines)
+    # secrets never reach the log
+    assert api_daemon.admin_key not in api_daemon.log()
+
+
+def test_many_concurrent_connections(api_daemon):
+    """Thread per connection: idle connections do not block others."""
+    idle = [api_daemon.conn() for _ in range(20)]
+    for c in idle:
+        c.connect()
+    try:
+        r = api_daemon.request("GET", "/healthz", timeout=10)
+        assert r.status == 200
+    finally:
+        for c in idle:
+            c.close()

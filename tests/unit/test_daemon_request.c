@@ -1,0 +1,421 @@
+/*
+ * test_daemon_request.c - the daemon's pure request handling: body
+ * validation (request_body.c), UTF-8 sanitising (utf8.c), route matching
+ * (route_match.c) and --listen parsing (config.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/api.h"
+#include "daemon/config.h"
+#include "daemon/request_body.h"
+#include "daemon/route.h"
+#include "daemon/utf8.h"
+
+static const struct body_limits lim = {.max_ttl_seconds = 86400,
+				       .max_exec_timeout_seconds = 3600};
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+
+/* Expect a parse failure with this error code. */
+#define EXPECT_CREATE_FAIL(body, want_code)                                                \
+	do {                                                                               \
+		struct create_sandbox_body b;                                              \
+		struct body_error e = {0};                                                 \
+		assert_int_equal(body_parse_create_sandbox(S(body), &lim, &b, &e), -EINVAL); \
+		assert_string_equal(e.code, want_code);                                    \
+		assert_null(b.root);                                                       \
+	} while (0)
+
+static void create_ok(void **state)
+{
+	(void)state;
+	struct create_sandbox_body b;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_create_sandbox(
+				 S("{\"template\": \"code-interpreter\", \"ttl_seconds\": 3600,"
+				   " \"env\": {\"A_1\": \"x\"}, \"metadata\": {\"user\": \"alice\"}}"),
+				 &lim, &b, &e),
+			 0);
+	assert_string_equal(b.template_name, "code-interpreter");
+	assert_int_equal(b.ttl_seconds, 3600);
+	assert_string_equal(json_string_value(json_object_get(b.env, "A_1")), "x");
+	assert_string_equal(json_string_value(json_object_get(b.metadata, "user")), "alice");
+	create_sandbox_body_clear(&b);
+
+	assert_int_equal(body_parse_create_sandbox(S("{\"template\":\"base\"}"), &lim, &b, &e), 0);
+	assert_int_equal(b.ttl_seconds, 0);
+	assert_true(json_is_object(b.env) && json_object_size(b.env) == 0);
+	assert_true(json_is_object(b.metadata) && json_object_size(b.metadata) == 0);
+	create_sandbox_body_clear(&b);
+}
+
+static void create_rejects(void **state)
+{
+	(void)state;
+	EXPECT_CREATE_FAIL("", "invalid_json");
+	EXPECT_CREATE_FAIL("{", "invalid_json");
+	EXPECT_CREATE_FAIL("[]", "invalid_json");
+	EXPECT_CREATE_FAIL("\"base\"", "invalid_json");
+	EXPECT_CREATE_FAIL("{\"template\":\"a\",\"template\":\"b\"}", "invalid_json");
+	EXPECT_CREATE_FAIL("{}", "missing_field");
+	EXPECT_CREATE_FAIL("{\"template\": 5}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"../etc\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"Base\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"-x\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"cpu\": 2}", "unknown_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": 0}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": -5}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": 86401}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": 1.5}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": \"60\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"ttl_seconds\": 99999999999999999999}",
+			   "invalid_json");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": []}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": {\"A\": 1}}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": {\"1A\": \"x\"}}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": {\"A=B\": \"x\"}}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": {\"\": \"x\"}}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"env\": {\"A\": \"x\\u0000y\"}}",
+			   "invalid_json");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"k\": 1}}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"a b\": \"x\"}}",
+			   "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"k\": \"a\\nb\"}}",
+			   "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": null}", "invalid_field");
+}
+
+static void create_size_caps(void **state)
+{
+	(void)state;
+	/* 33 metadata keys: one over the cap. */
+	char buf[4096];
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "{\"template\":\"base\",\"metadata\":{");
+	for (int i = 0; i < 33; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "}}");
+	struct create_sandbox_body b;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_create_sandbox(buf, n, &lim, &b, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_field");
+
+	/* An env value one byte over 32 KiB. */
+	size_t vlen = BODY_ENV_VALUE_MAX + 1;
+	char *big = malloc(vlen + 64);
+	assert_non_null(big);
+	n = (size_t)sprintf(big, "{\"template\":\"base\",\"env\":{\"A\":\"");
+	memset(big + n, 'x', vlen);
+	n += vlen;
+	n += (size_t)sprintf(big + n, "\"}}");
+	assert_int_equal(body_parse_create_sandbox(big, n, &lim, &b, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_field");
+	free(big);
+}
+
+static void exec_ok(void **state)
+{
+	(void)state;
+	struct exec_body b;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_exec(S("{\"cmd\": \"python -c \\\"print(2 + 2)\\\"\", "
+					   "\"timeout_seconds\": 30}"),
+					 &lim, &b, &e),
+			 0);
+	assert_string_equal(b.cmd, "python -c \"print(2 + 2)\"");
+	assert_true(b.has_timeout);
+	assert_int_equal(b.timeout_ms, 30000);
+	assert_null(b.cwd);
+	assert_null(b.stdin_data);
+	exec_body_clear(&b);
+
+	assert_int_equal(body_parse_exec(S("{\"cmd\":\"cat\",\"timeout_seconds\":0.25,"
+					   "\"cwd\":\"/tmp\",\"stdin\":\"a\\u0000b\","
+					   "\"env\":{\"X\":\"1\"}}"),
+					 &lim, &b, &e),
+			 -EINVAL); /* NUL inside a JSON string is refused by the parser */
+	assert_int_equal(body_parse_exec(S("{\"cmd\":\"cat\",\"timeout_seconds\":0.25,"
+					   "\"cwd\":\"/tmp\",\"stdin\":\"ab\",\"env\":{\"X\":\"1\"}}"),
+					 &lim, &b, &e),
+			 0);
+	assert_int_equal(b.timeout_ms, 250);
+	assert_string_equal(b.cwd, "/tmp");
+	assert_int_equal(b.stdin_len, 2);
+	assert_memory_equal(b.stdin_data, "ab", 2);
+	assert_string_equal(json_string_value(json_object_get(b.env, "X")), "1");
+	exec_body_clear(&b);
+
+	assert_int_equal(body_parse_exec(S("{\"cmd\":\"true\",\"timeout_seconds\":0}"), &lim, &b,
+					 &e),
+			 0);
+	assert_true(b.has_timeout);
+	assert_int_equal(b.timeout_ms, 0);
+	exec_body_clear(&b);
+}
+
+static void exec_rejects(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *body, *code;
+	} cases[] = {
+		{"{}", "missing_field"},
+		{"{\"cmd\": \"\"}", "invalid_field"},
+		{"{\"cmd\": [\"ls\"]}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"timeout_seconds\": -1}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"timeout_seconds\": 3601}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"timeout_seconds\": \"5\"}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"timeout_seconds\": true}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"cwd\": \"tmp\"}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"cwd\": 1}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"stdin\": 5}", "invalid_field"},
+		{"{\"cmd\": \"ls\", \"timeout\": 5}", "unknown_field"},
+		{"{\"cmd\": \"ls\", \"env\": {\"A\": null}}", "invalid_field"},
+		{"{\"cmd\": \"ls\"} trailing", "invalid_json"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct exec_body b;
+		struct body_error e = {0};
+		assert_int_equal(body_parse_exec(cases[i].body, strlen(cases[i].body), &lim, &b, &e),
+				 -EINVAL);
+		assert_string_equal(e.code, cases[i].code);
+		assert_true(strlen(e.message) > 0);
+	}
+}
+
+static void ttl_key_mkdir_build(void **state)
+{
+	(void)state;
+	struct ttl_body t;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_ttl(S("{\"ttl_seconds\": 7200}"), &lim, &t, &e), 0);
+	assert_int_equal(t.ttl_seconds, 7200);
+	assert_int_equal(body_parse_ttl(S("{}"), &lim, &t, &e), -EINVAL);
+	assert_string_equal(e.code, "missing_field");
+	assert_int_equal(body_parse_ttl(S("{\"ttl_seconds\": 1, \"x\": 1}"), &lim, &t, &e), -EINVAL);
+	assert_string_equal(e.code, "unknown_field");
+
+	struct key_body k;
+	assert_int_equal(body_parse_key(S("{\"name\": \"ci runner\", \"team\": \"t-1\"}"), &k, &e), 0);
+	assert_string_equal(k.name, "ci runner");
+	assert_string_equal(k.team, "t-1");
+	key_body_clear(&k);
+	assert_int_equal(body_parse_key(S("{\"name\": \"x\"}"), &k, &e), 0);
+	assert_null(k.team);
+	key_body_clear(&k);
+	assert_int_equal(body_parse_key(S("{\"name\": \"\"}"), &k, &e), -EINVAL);
+	assert_int_equal(body_parse_key(S("{\"name\": \"a\\tb\"}"), &k, &e), -EINVAL);
+	assert_int_equal(body_parse_key(S("{\"name\": \"x\", \"team\": \"Team\"}"), &k, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_field");
+
+	struct mkdir_body m;
+	assert_int_equal(body_parse_mkdir(S("{\"path\": \"/a/b\"}"), &m, &e), 0);
+	assert_string_equal(m.path, "/a/b");
+	assert_true(m.parents);
+	mkdir_body_clear(&m);
+	assert_int_equal(body_parse_mkdir(S("{\"path\": \"/a\", \"parents\": false}"), &m, &e), 0);
+	assert_false(m.parents);
+	mkdir_body_clear(&m);
+	assert_int_equal(body_parse_mkdir(S("{\"path\": \"a\"}"), &m, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_path");
+	assert_int_equal(body_parse_mkdir(S("{\"path\": \"/a\", \"parents\": 1}"), &m, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_field");
+
+	struct build_body bb;
+	assert_int_equal(body_parse_build(NULL, 0, &bb, &e), 0);
+	assert_false(bb.force);
+	assert_int_equal(body_parse_build(S("{\"force\": true}"), &bb, &e), 0);
+	assert_true(bb.force);
+	assert_int_equal(body_parse_build(S("{\"force\": \"yes\"}"), &bb, &e), -EINVAL);
+}
+
+static void paths_and_queries(void **state)
+{
+	(void)state;
+	struct body_error e = {0};
+	assert_int_equal(body_check_path("/workspace/data.csv", &e), 0);
+	assert_int_equal(body_check_path("/", &e), 0);
+	assert_int_equal(body_check_path(NULL, &e), -EINVAL);
+	assert_int_equal(body_check_path("", &e), -EINVAL);
+	assert_int_equal(body_check_path("relative", &e), -EINVAL);
+	assert_int_equal(body_check_path("/a\nb", &e), -EINVAL);
+	assert_int_equal(body_check_path("/bad\xff", &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_path");
+	char *longp = malloc(BODY_PATH_MAX + 2);
+	memset(longp, 'a', BODY_PATH_MAX + 1);
+	longp[0] = '/';
+	longp[BODY_PATH_MAX + 1] = '\0';
+	assert_int_equal(body_check_path(longp, &e), -EINVAL);
+	longp[BODY_PATH_MAX] = '\0';
+	assert_int_equal(body_check_path(longp, &e), 0);
+	free(longp);
+
+	int v;
+	assert_int_equal(body_parse_bool_query("recursive", NULL, 0, &v, &e), 0);
+	assert_false(v);
+	assert_int_equal(body_parse_bool_query("recursive", "true", 0, &v, &e), 0);
+	assert_true(v);
+	assert_int_equal(body_parse_bool_query("recursive", "0", 1, &v, &e), 0);
+	assert_false(v);
+	assert_int_equal(body_parse_bool_query("recursive", "yes", 0, &v, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_query");
+}
+
+static void utf8_handling(void **state)
+{
+	(void)state;
+	assert_true(utf8_valid(S("plain ascii\n")));
+	assert_true(utf8_valid(S("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xbc")));
+	assert_false(utf8_valid(S("\xc0\xaf")));          /* overlong '/' */
+	assert_false(utf8_valid(S("\xed\xa0\x80")));      /* surrogate */
+	assert_false(utf8_valid(S("\xf4\x90\x80\x80")));  /* > U+10FFFF */
+	assert_false(utf8_valid(S("\xe2\x82")));          /* cut */
+
+	char *out;
+	size_t n;
+	assert_int_equal(utf8_sanitize(S("a\xff" "b"), &out, &n), 0);
+	assert_string_equal(out, "a\xef\xbf\xbd" "b");
+	assert_int_equal(n, 5);
+	free(out);
+	/* A cut 3-byte sequence is one maximal subpart: one U+FFFD. */
+	assert_int_equal(utf8_sanitize(S("x\xe2\x82"), &out, &n), 0);
+	assert_string_equal(out, "x\xef\xbf\xbd");
+	free(out);
+	assert_int_equal(utf8_sanitize(S("\xe2\x82z"), &out, &n), 0);
+	assert_string_equal(out, "\xef\xbf\xbdz");
+	free(out);
+
+	assert_int_equal(utf8_incomplete_tail(S("abc")), 0);
+	assert_int_equal(utf8_incomplete_tail(S("ab\xe2\x82")), 2);
+	assert_int_equal(utf8_incomplete_tail(S("ab\xf0\x9f\x90")), 3);
+	assert_int_equal(utf8_incomplete_tail(S("ab\xf0\x9f\x90\xbc")), 0);
+	assert_int_equal(utf8_incomplete_tail(S("ab\xff")), 0);       /* invalid, not cut */
+	assert_int_equal(utf8_incomplete_tail(S("\xc3")), 1);
+
+	json_t *j = json_string_lossy(S("ok\x80"));
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "ok\xef\xbf\xbd");
+	json_decref(j);
+}
+
+static void routes(void **state)
+{
+	(void)state;
+	char p[ROUTE_MAX_PARAMS][ROUTE_PARAM_MAX];
+	assert_true(route_match_pattern("/v1/sandboxes", "/v1/sandboxes", p, ROUTE_MAX_PARAMS));
+	assert_false(route_match_pattern("/v1/sandboxes", "/v1/sandboxes/", p, ROUTE_MAX_PARAMS));
+	assert_true(route_match_pattern("/v1/sandboxes/{id}/exec", "/v1/sandboxes/sbx_1/exec", p,
+					ROUTE_MAX_PARAMS));
+	assert_string_equal(p[0], "sbx_1");
+	assert_false(route_match_pattern("/v1/sandboxes/{id}/exec", "/v1/sandboxes//exec", p,
+					 ROUTE_MAX_PARAMS));
+	assert_false(route_match_pattern("/v1/sandboxes/{id}", "/v1/sandboxes/a/b", p,
+					 ROUTE_MAX_PARAMS));
+	char longseg[300] = "/v1/keys/";
+	memset(longseg + 9, 'k', 200);
+	assert_false(route_match_pattern("/v1/keys/{id}", longseg, p, ROUTE_MAX_PARAMS));
+
+	size_t n;
+	const struct route *t = routes_table(&n);
+	int known;
+	const struct route *r = route_find(t, n, "POST", "/v1/sandboxes/sbx_x/exec", p, &known);
+	assert_non_null(r);
+	assert_string_equal(r->pattern, "/v1/sandboxes/{id}/exec");
+	assert_null(route_find(t, n, "PATCH", "/v1/sandboxes", p, &known));
+	assert_true(known);
+	assert_null(route_find(t, n, "GET", "/v2/nothing", p, &known));
+	assert_false(known);
+	r = route_find(t, n, "PUT", "/v1/sandboxes/sbx_x/fs", p, &known);
+	assert_non_null(r);
+	assert_int_equal(r->body, ROUTE_BODY_STREAM);
+	assert_non_null(r->begin);
+	assert_non_null(r->chunk);
+}
+
+static void listen_parsing(void **state)
+{
+	(void)state;
+	char host[64];
+	unsigned port;
+	assert_int_equal(config_parse_listen("127.0.0.1:8080", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 8080);
+	assert_int_equal(config_parse_listen("[::1]:0", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 0);
+	assert_int_equal(config_parse_listen("127.0.0.1", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_parse_listen(":80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_parse_listen("h:65536", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_parse_listen("h:8x", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_parse_listen("::1:80", host, sizeof(host), &port), -EINVAL);
+}
+
+static void agent_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		unsigned status;
+		const char *code;
+	} cases[] = {
+		{"{\"error\": {\"code\": \"ENOENT\", \"message\": \"no\"}}", 404, "file_not_found"},
+		{"{\"error\": {\"code\": \"EISDIR\"}}", 409, "is_a_directory"},
+		{"{\"error\": {\"code\": \"ENOTDIR\"}}", 409, "not_a_directory"},
+		{"{\"error\": {\"code\": \"EACCES\"}}", 403, "permission_denied"},
+		{"{\"error\": {\"code\": \"ENOTEMPTY\"}}", 409, "directory_not_empty"},
+		{"{\"error\": {\"code\": \"ENOSPC\"}}", 507, "no_space"},
+		{"{\"error\": {\"code\": \"EWEIRD\"}}", 500, "agent_error"},
+		{"{\"error\": {\"code\": 5}}", 500, "agent_error"},
+		{"{\"code\": \"EPROTO\", \"message\": \"x\"}", 500, "agent_error"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = json_loads(cases[i].json, 0, NULL);
+		assert_non_null(j);
+		unsigned status = 0;
+		const char *code = NULL;
+		char msg[400];
+		assert_int_equal(api_agent_error_map(j, &status, &code, msg, sizeof(msg)), 1);
+		assert_int_equal(status, cases[i].status);
+		assert_string_equal(code, cases[i].code);
+		json_decref(j);
+	}
+	json_t *ok = json_loads("{\"size\": 4}", 0, NULL);
+	unsigned status;
+	const char *code;
+	char msg[64];
+	assert_int_equal(api_agent_error_map(ok, &status, &code, msg, sizeof(msg)), 0);
+	assert_int_equal(api_agent_error_map(NULL, &status, &code, msg, sizeof(msg)), 0);
+	json_decref(ok);
+
+	/* exit objects from hostile END payloads stay in range */
+	json_t *end = json_loads("{\"exit_code\": 99999, \"duration_ms\": -4, \"signal\": 300,"
+				 " \"timed_out\": \"yes\"}", 0, NULL);
+	json_t *x = api_exit_json(end, 17);
+	assert_int_equal(json_integer_value(json_object_get(x, "exit_code")), -1);
+	assert_int_equal(json_integer_value(json_object_get(x, "duration_ms")), 17);
+	assert_true(json_is_null(json_object_get(x, "signal")));
+	assert_true(json_is_false(json_object_get(x, "timed_out")));
+	json_decref(x);
+	json_decref(end);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(create_ok),         cmocka_unit_test(create_rejects),
+		cmocka_unit_test(create_size_caps),  cmocka_unit_test(exec_ok),
+		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
+		cmocka_unit_test(paths_and_queries), cmocka_unit_test(utf8_handling),
+		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
+		cmocka_unit_test(agent_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
