@@ -1,5 +1,6 @@
 # PandaStack build.  `make` builds the agent, the daemon and the CLI into build/.
-# Targets: all, images, templates, smoke, unit, check-asan, fuzz, test, clean.
+# Targets: all, images, templates, smoke, unit, check-asan, fuzz, test,
+# test-engine, bench-create, clean.
 # Each component's sources are every .c in its folder; main.c is the entry
 # point and is left out of the component's library so tests can link the rest.
 
@@ -35,7 +36,8 @@ AGENT_LIBS := -ljansson -lzmq -lsodium -lpgm -lnorm -lprotokit -lbsd -lmd \
               -lcrypto -lstdc++ -lpthread -lm
 HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lpthread -lm
 
-PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack
+PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
+            $(BUILD)/pandastack-engine
 
 .PHONY: all
 all: $(PROGRAMS)
@@ -60,14 +62,108 @@ $(BUILD)/obj/empty.o:
 
 $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI): | $(BUILD)/obj/empty.o
 
-$(BUILD)/pandastack-agent: $(call obj,src/agent/main.c) $(LIB_AGENT) $(LIB_COMMON)
+# gssapi_absent.o is named as an object, not taken from libagent.a: the
+# archive is scanned before libzmq.a asks for the GSSAPI symbols.
+$(BUILD)/pandastack-agent: $(call obj,src/agent/main.c) $(call obj,src/agent/gssapi_absent.c) \
+                           $(LIB_AGENT) $(LIB_COMMON)
 	$(CC) -static $(LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+
+# The same agent linked dynamically, for the host tests (tests/unit/
+# test_agent_*.c run it with --listen): sanitizer builds cannot be static.
+$(BUILD)/pandastack-agent-dyn: $(call obj,src/agent/main.c) $(LIB_AGENT) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljansson -lzmq -lcrypto -lpthread -lm
 
 $(BUILD)/pandastackd: $(call obj,src/daemon/main.c) $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 $(BUILD)/pandastack: $(call obj,src/cli/main.c) $(LIB_CLI) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+
+# The engine's operator tool (bake, bake-all, smoke, accel).
+ENGINE_LIBS := $(HOST_LIBS)
+$(BUILD)/pandastack-engine: $(call obj,src/enginectl/main.c) $(LIB_ENGINE) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(ENGINE_LIBS)
+
+# --- guest images (needs root; minutes cold, a second or two when cached) -----
+# images/README.md.  IMAGES_AGENT: the static /init to pack (default: the
+# agent, built first); IMAGE_TEMPLATES: names to build (default: all).
+IMAGES_AGENT    ?= $(BUILD)/pandastack-agent
+IMAGE_TEMPLATES ?=
+
+.PHONY: images images-prune
+images: $(IMAGES_AGENT)
+	images/build.sh --cache $(CACHE)/images --agent $(IMAGES_AGENT) $(IMAGE_TEMPLATES)
+
+# The same, then delete cached images nothing refers to any more.
+images-prune: $(IMAGES_AGENT)
+	images/build.sh --cache $(CACHE)/images --agent $(IMAGES_AGENT) --prune $(IMAGE_TEMPLATES)
+
+# --- templates (boot each image, warm it, snapshot it; minutes under TCG) ----
+# Bakes every template with a manifest that is missing or stale.
+.PHONY: templates smoke
+templates: images $(BUILD)/pandastack-engine
+	$(BUILD)/pandastack-engine --cache $(CACHE) bake-all
+
+# Create a sandbox from code-interpreter, run python in it, stop it.
+smoke: $(BUILD)/pandastack-engine
+	$(BUILD)/pandastack-engine --cache $(CACHE) smoke
+
+# --- engine integration tests and benchmarks (real guests; need templates) ---
+ENGINE_TEST_SRC  := $(wildcard tests/engine/test_*.c)
+ENGINE_TEST_BINS := $(patsubst tests/engine/%.c,$(BUILD)/tests/engine/%,$(ENGINE_TEST_SRC))
+
+$(BUILD)/tests/engine/%: tests/engine/%.c $(LIB_ENGINE) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_ENGINE) $(LIB_COMMON) -lcmocka $(ENGINE_LIBS)
+
+.PHONY: test-engine
+test-engine: $(ENGINE_TEST_BINS)
+	@set -e; for t in $(ENGINE_TEST_BINS); do echo "== $$t"; PANDASTACK_CACHE=$(CACHE) $$t; done
+
+$(BUILD)/bench/%: bench/%.c $(LIB_ENGINE) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_ENGINE) $(LIB_COMMON) $(ENGINE_LIBS)
+
+# The agent protocol's own cost on the host: exec round trip, upload,
+# download and stdout throughput against local peers (bench/agent.c).
+.PHONY: bench-agent
+bench-agent: $(BUILD)/bench/agent $(BUILD)/pandastack-agent
+	PANDASTACK_AGENT_BIN=$(BUILD)/pandastack-agent $(BUILD)/bench/agent
+
+.PHONY: bench-create
+bench-create: $(BUILD)/bench/create
+	PANDASTACK_CACHE=$(CACHE) $(BUILD)/bench/create
+
+# Code contexts on the host (python3 with ipykernel): start times, 1+1 round
+# trips, and jupyter_client's round trip for comparison.
+$(BUILD)/bench/kernel: bench/kernel.c $(LIB_AGENT) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_AGENT) $(LIB_COMMON) -ljansson -lzmq -lcrypto -lpthread -lm
+
+.PHONY: bench-kernel
+bench-kernel: $(BUILD)/bench/kernel
+	$(BUILD)/bench/kernel
+
+# --- pytest suites in tests/integration (the daemon's REST API over HTTP, the
+# CLI, ...; tests needing VMs skip without baked templates) and the REST API
+# load benchmark (bench/api.py: 50 clients x exec on 10 sandboxes, 60 s) -----
+PYTHON ?= /usr/bin/python3
+
+.PHONY: test-integration bench-api
+test-integration: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) -m pytest -q tests/integration
+
+bench-api: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py
+
+# --- the Python SDK (sdk/python): unit tests against a local fake server, and
+# the conformance examples against a daemon it starts (docs/sdk-python.md) ----
+.PHONY: test-sdk-python conformance-python
+test-sdk-python:
+	$(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests
+
+conformance-python: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) PYTHON=$(PYTHON) scripts/run-conformance-python.sh --start-daemon
 
 # --- unit tests (cmocka, no guest) -------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -83,6 +179,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
+# Host tests of the agent start the agent binary next to them.
+$(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_agent_*.c)): \
+    $(BUILD)/pandastack-agent-dyn
+
 # The same unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 .PHONY: check-asan
 check-asan:
@@ -97,7 +197,8 @@ FUZZ_SECONDS ?= 30
 .PHONY: fuzz-build fuzz
 fuzz-build:
 	$(MAKE) BUILD=build/fuzz CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" \
-	    CFLAGS="-O1 -g" build/fuzz/libcommon.a build/fuzz/libdaemon.a build/fuzz/libengine.a build/fuzz/libagent.a
+	    CFLAGS="-O1 -g" build/fuzz/libcommon.a build/fuzz/libdaemon.a build/fuzz/libengine.a build/fuzz/libagent.a \
+	    build/fuzz/libcli.a
 	$(MAKE) BUILD=build/fuzz CC=clang fuzz-bins
 
 .PHONY: fuzz-bins
@@ -105,7 +206,7 @@ fuzz-bins: $(FUZZ_BINS)
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
 	    -Wl,--start-group build/fuzz/libdaemon.a build/fuzz/libengine.a build/fuzz/libagent.a \
-	    build/fuzz/libcommon.a -Wl,--end-group -lzmq $(HOST_LIBS)
+	    build/fuzz/libcli.a build/fuzz/libcommon.a -Wl,--end-group -lzmq $(HOST_LIBS)
 
 fuzz: fuzz-build
 	@set -e; for f in $(FUZZ_BINS); do \

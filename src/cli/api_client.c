@@ -1,0 +1,401 @@
+/*
+ * api_client.c - REST requests with JSON bodies over libcurl (see
+ * api_client.h), and the request set-up and error mapping that
+ * api_transfer.c shares (api_client_int.h).
+ */
+#include "cli/api_client.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/api_client_int.h"
+#include "cli/urlpath.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define API_USER_AGENT "pandastack-cli/0.1"
+
+static void set_err(struct api_error *err, long status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void set_err(struct api_error *err, long status, const char *code, const char *fmt, ...)
+{
+	err->status = status;
+	snprintf(err->code, sizeof(err->code), "%s", code);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- answer buffers ------------------------------------------------------- */
+
+int api__buf_append(struct api_buf *b, const char *data, size_t n)
+{
+	if (n > b->max || b->len > b->max - n) {
+		b->overflow = 1;
+		return -EFBIG;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		while (ncap < b->len + n + 1)
+			ncap *= 2;
+		char *p = realloc(b->p, ncap);
+		if (!p) {
+			b->nomem = 1;
+			return -ENOMEM;
+		}
+		b->p = p;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+	size_t n = size * nmemb;
+	if (api__buf_append(userdata, data, n))
+		return 0; /* stops the transfer: CURLE_WRITE_ERROR */
+	return n;
+}
+
+void api__buf_free(struct api_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- client --------------------------------------------------------------- */
+
+/* 0 if base is an http(s) URL without query or fragment, else -EINVAL. */
+static int check_base_url(const char *base, char *err, size_t errlen)
+{
+	if (!*base || strlen(base) > API_URL_MAX) {
+		snprintf(err, errlen, "PANDASTACK_API_URL must be 1 to %d bytes", API_URL_MAX);
+		return -EINVAL;
+	}
+	CURLU *u = curl_url();
+	if (!u)
+		return -ENOMEM;
+	int rc = 0;
+	char *scheme = NULL, *query = NULL, *fragment = NULL;
+	if (curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+		snprintf(err, errlen, "PANDASTACK_API_URL is not an http:// or https:// URL");
+		rc = -EINVAL;
+	} else if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
+		   curl_url_get(u, CURLUPART_FRAGMENT, &fragment, 0) == CURLUE_OK) {
+		snprintf(err, errlen, "PANDASTACK_API_URL must not have a query or fragment");
+		rc = -EINVAL;
+	}
+	curl_free(scheme);
+	curl_free(query);
+	curl_free(fragment);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+static int check_key(const char *key, char *err, size_t errlen)
+{
+	size_t n = strlen(key);
+	if (n == 0 || n > API_KEY_MAX) {
+		snprintf(err, errlen, "PANDASTACK_API_KEY must be 1 to %d bytes", API_KEY_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)key[i];
+		if (ch <= 0x20 || ch >= 0x7f) {
+			snprintf(err, errlen,
+				 "PANDASTACK_API_KEY holds a space or a non-printable character");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static struct curl_slist *headers(const char *auth, const char *ctype)
+{
+	struct curl_slist *l = curl_slist_append(NULL, auth);
+	struct curl_slist *t;
+	if (!l)
+		return NULL;
+	if (!(t = curl_slist_append(l, "Accept: application/json")))
+		goto fail;
+	l = t;
+	if (ctype) {
+		if (!(t = curl_slist_append(l, ctype)))
+			goto fail;
+		l = t;
+	}
+	return l;
+fail:
+	curl_slist_free_all(l);
+	return NULL;
+}
+
+int api_client_new(const char *base_url, const char *key, struct api_client **out, char *err,
+		   size_t errlen)
+{
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	int rc = check_base_url(base_url, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = check_key(key, err, errlen)))
+		return rc;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl failed to start");
+		return -EIO;
+	}
+	struct api_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->base = strdup(base_url);
+	if (!c->base)
+		goto nomem;
+	size_t bl = strlen(c->base);
+	while (bl > 0 && c->base[bl - 1] == '/')
+		c->base[--bl] = '\0';
+	char auth[API_KEY_MAX + 32];
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
+	c->hdr_plain = headers(auth, NULL);
+	c->hdr_json = headers(auth, "Content-Type: application/json");
+	c->hdr_bytes = headers(auth, "Content-Type: application/octet-stream");
+	explicit_bzero(auth, sizeof(auth));
+	if (!c->hdr_plain || !c->hdr_json || !c->hdr_bytes)
+		goto nomem;
+	c->curl = curl_easy_init();
+	if (!c->curl) {
+		api_client_free(c);
+		snprintf(err, errlen, "libcurl failed to start");
+		return -EIO;
+	}
+	*out = c;
+	return 0;
+nomem:
+	api_client_free(c);
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+void api_client_free(struct api_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->hdr_plain);
+	curl_slist_free_all(c->hdr_json);
+	curl_slist_free_all(c->hdr_bytes);
+	free(c->base);
+	free(c);
+}
+
+const char *api_client_base(const struct api_client *c)
+{
+	return c->base;
+}
+
+int api__prepare(struct api_client *c, const char *method, const char *path,
+		 enum api_body_kind kind)
+{
+	size_t bl = strlen(c->base), pl = strlen(path);
+	if (bl + pl + 1 > API_URL_MAX + URLPATH_MAX)
+		return -ENAMETOOLONG;
+	char *url = malloc(bl + pl + 1);
+	if (!url)
+		return -ENOMEM;
+	memcpy(url, c->base, bl);
+	memcpy(url + bl, path, pl + 1);
+
+	CURL *h = c->curl;
+	curl_easy_reset(h);
+	c->errbuf[0] = '\0';
+	struct curl_slist *hdr = kind == API_BODY_JSON    ? c->hdr_json
+				 : kind == API_BODY_BYTES ? c->hdr_bytes
+							  : c->hdr_plain;
+	CURLcode rc = curl_easy_setopt(h, CURLOPT_URL, url);
+	free(url); /* libcurl keeps its own copy */
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_USERAGENT, API_USER_AGENT);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)API_CONNECT_TIMEOUT_MS);
+	if (rc == CURLE_OK) {
+		if (strcmp(method, "GET") == 0)
+			rc = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		else if (strcmp(method, "POST") == 0)
+			rc = curl_easy_setopt(h, CURLOPT_POST, 1L);
+		else
+			rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	}
+	c->started_ms = util_now_ms();
+	if (rc == CURLE_OUT_OF_MEMORY)
+		return -ENOMEM;
+	return rc == CURLE_OK ? 0 : -EIO;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+int api__transport_error(struct api_client *c, CURLcode rc, struct api_error *err)
+{
+	const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+		set_err(err, 0, "connect_failed", "cannot connect to %s: %s", c->base, detail);
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		set_err(err, 0, "resolve_failed", "cannot resolve the host of %s: %s", c->base,
+			detail);
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		set_err(err, 0, "timeout", "request to %s timed out: %s", c->base, detail);
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		set_err(err, 0, "out_of_memory", "out of memory");
+		return -ENOMEM;
+	default:
+		set_err(err, 0, "transfer_failed", "request to %s failed: %s", c->base, detail);
+		return -EIO;
+	}
+}
+
+int api__http_error(long status, const char *body, size_t len, struct api_error *err)
+{
+	json_error_t jerr;
+	json_t *root = (body && len) ? json_loadb(body, len, 0, &jerr) : NULL;
+	json_t *e = json_object_get(root, "error");
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	if (code && *code) {
+		set_err(err, status, code, "%s", msg ? msg : "");
+	} else {
+		char c[32];
+		snprintf(c, sizeof(c), "http_%ld", status);
+		if (body && len)
+			set_err(err, status, c, "%.*s", (int)(len > 300 ? 300 : len), body);
+		else
+			set_err(err, status, c, "the server answered HTTP %ld", status);
+	}
+	json_decref(root);
+	return -EREMOTEIO;
+}
+
+int api__take_json(long status, struct api_buf *b, struct api_response *resp,
+		   struct api_error *err)
+{
+	memset(resp, 0, sizeof(*resp));
+	resp->status = status;
+	if (b->len == 0) {
+		api__buf_free(b);
+		return 0;
+	}
+	json_error_t jerr;
+	json_t *j = json_loadb(b->p, b->len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+	if (!j) {
+		set_err(err, status, "bad_response",
+			"the server's answer (HTTP %ld) is not JSON: %s at byte %d", status,
+			jerr.text, jerr.position);
+		api__buf_free(b);
+		return -EBADMSG;
+	}
+	resp->json = j;
+	resp->raw = b->p; /* NUL-terminated by api__buf_append */
+	resp->raw_len = b->len;
+	b->p = NULL;
+	b->len = b->cap = 0;
+	return 0;
+}
+
+void api__log(struct api_client *c, const char *method, const char *path, long status,
+	      CURLcode rc)
+{
+	char q[512];
+	log_kv(LOG_DEBUG, "cli.request", "method=%s path=%s status=%ld curl=%d ms=%" PRId64,
+	       method, log_quote(path, q, sizeof(q)), status, (int)rc,
+	       util_now_ms() - c->started_ms);
+}
+
+/* ---- JSON requests ---------------------------------------------------------- */
+
+int api_call(struct api_client *c, const char *method, const char *path, const json_t *body,
+	     struct api_response *resp, struct api_error *err)
+{
+	memset(resp, 0, sizeof(*resp));
+	memset(err, 0, sizeof(*err));
+	char *payload = NULL;
+	if (body) {
+		payload = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!payload) {
+			set_err(err, 0, "out_of_memory", "out of memory");
+			return -ENOMEM;
+		}
+	}
+	int rc = api__prepare(c, method, path, body ? API_BODY_JSON : API_BODY_NONE);
+	if (rc) {
+		free(payload);
+		set_err(err, 0, rc == -ENAMETOOLONG ? "url_too_long" : "out_of_memory",
+			"cannot build the request: %s", strerror(-rc));
+		return rc;
+	}
+	struct api_buf b = {.max = API_RESPONSE_MAX};
+	CURL *h = c->curl;
+	if (payload || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(payload ? strlen(payload) : 0));
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, api__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	api__log(c, method, path, status, cc);
+	if (cc != CURLE_OK) {
+		if (b.overflow) {
+			set_err(err, status, "response_too_large",
+				"the server's answer is larger than %u bytes", API_RESPONSE_MAX);
+			rc = -EFBIG;
+		} else if (b.nomem) {
+			set_err(err, status, "out_of_memory", "out of memory");
+			rc = -ENOMEM;
+		} else {
+			rc = api__transport_error(c, cc, err);
+		}
+	} else if (status < 200 || status >= 300) {
+		rc = api__http_error(status, b.p, b.len, err);
+	} else {
+		rc = api__take_json(status, &b, resp, err);
+	}
+	free(payload);
+	api__buf_free(&b);
+	return rc;
+}
+
+void api_response_clear(struct api_response *r)
+{
+	json_decref(r->json);
+	free(r->raw);
+	memset(r, 0, sizeof(*r));
+}

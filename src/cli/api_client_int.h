@@ -1,0 +1,84 @@
+/*
+ * api_client_int.h - what api_client.c and api_transfer.c share: the
+ * client's fields, request set-up, answer buffers and error mapping.
+ * Not for commands; they use api_client.h and api_transfer.h.
+ * Threads: as api_client.h (one thread per client).
+ */
+#ifndef PANDASTACK_CLI_API_CLIENT_INT_H
+#define PANDASTACK_CLI_API_CLIENT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "cli/api_client.h"
+
+struct api_client {
+	CURL *curl;
+	char *base;                    /* without trailing "/" */
+	struct curl_slist *hdr_plain;  /* auth + accept */
+	struct curl_slist *hdr_json;   /* + Content-Type: application/json */
+	struct curl_slist *hdr_bytes;  /* + Content-Type: application/octet-stream */
+	char errbuf[CURL_ERROR_SIZE];
+	int64_t started_ms;            /* of the request under way, for the debug log */
+};
+
+/* Which Content-Type a request's body has. */
+enum api_body_kind { API_BODY_NONE = 0, API_BODY_JSON = 1, API_BODY_BYTES = 2 };
+
+/*
+ * A growable answer buffer capped at max bytes; over the cap the write
+ * callback stops the transfer and sets overflow.
+ */
+struct api_buf {
+	char *p;
+	size_t len;
+	size_t cap;
+	size_t max;
+	int overflow;
+	int nomem;
+};
+
+/* api__buf_write - a CURLOPT_WRITEFUNCTION appending to a struct api_buf. */
+size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata);
+
+/* api__buf_append - append n bytes; 0, -EFBIG (over max), -ENOMEM. */
+int api__buf_append(struct api_buf *b, const char *data, size_t n);
+
+/* api__buf_free - free b's memory and zero it. */
+void api__buf_free(struct api_buf *b);
+
+/*
+ * api__prepare - reset c's handle and set it up for method on path with
+ * the headers for body kind.  Returns 0, -ENAMETOOLONG (URL too long),
+ * -ENOMEM, -EIO.
+ */
+int api__prepare(struct api_client *c, const char *method, const char *path,
+		 enum api_body_kind kind);
+
+/*
+ * api__transport_error - err for a transfer that ended with rc (not
+ * CURLE_OK); returns the matching -errno (see api_client.h).
+ */
+int api__transport_error(struct api_client *c, CURLcode rc, struct api_error *err);
+
+/*
+ * api__http_error - err for an answer with HTTP status >= 300 and body
+ * (len bytes, may be NULL); returns -EREMOTEIO.
+ */
+int api__http_error(long status, const char *body, size_t len, struct api_error *err);
+
+/* api__log - the debug line of a finished request (PANDASTACK_LOG=debug). */
+void api__log(struct api_client *c, const char *method, const char *path, long status,
+	      CURLcode rc);
+
+/*
+ * api__take_json - make *resp from a 2xx answer's body b (taken: b is left
+ * empty).  An empty body gives json NULL.  Returns 0, -EBADMSG (not JSON)
+ * with err filled, -ENOMEM.
+ */
+int api__take_json(long status, struct api_buf *b, struct api_response *resp,
+		   struct api_error *err);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * api_transfer.c - streamed uploads and downloads over libcurl (see
+ * api_transfer.h).
+ */
+#include "cli/api_transfer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/api_client_int.h"
+#include "common/util.h"
+
+struct progress_cb {
+	api_progress_fn fn;
+	void *arg;
+	int upload;
+	int64_t size; /* upload: declared size or -1 */
+	int stopped;  /* fn asked to stop */
+};
+
+/* CURLOPT_XFERINFOFUNCTION: forward the side that matters to fn. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct progress_cb *p = ud;
+	int stop;
+	if (p->upload)
+		stop = p->fn(p->arg, (int64_t)ulnow,
+			     p->size >= 0 ? p->size : (ultotal > 0 ? (int64_t)ultotal : -1));
+	else
+		stop = p->fn(p->arg, (int64_t)dlnow, dltotal > 0 ? (int64_t)dltotal : -1);
+	if (stop)
+		p->stopped = 1;
+	return stop ? 1 : 0;
+}
+
+static void set_progress(CURL *h, struct progress_cb *p)
+{
+	if (!p->fn)
+		return;
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, p);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+}
+
+static void local_err(struct api_error *err, const char *code, int e, const char *what)
+{
+	err->status = 0;
+	snprintf(err->code, sizeof(err->code), "%s", code);
+	snprintf(err->message, sizeof(err->message), "%s: %s", what, strerror(e));
+}
+
+/* ---- upload ------------------------------------------------------------------ */
+
+struct up_state {
+	int fd;
+	int64_t left;  /* bytes still to send, or -1 (until EOF) */
+	int rerr;      /* -errno of a failed read */
+	int short_file;
+};
+
+/* CURLOPT_READFUNCTION: the next piece of the file. */
+static size_t up_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+	struct up_state *s = ud;
+	size_t n = size * nitems;
+	if (s->left == 0)
+		return 0;
+	if (s->left > 0 && (int64_t)n > s->left)
+		n = (size_t)s->left;
+	ssize_t r = util_read_full(s->fd, buf, n);
+	if (r < 0) {
+		s->rerr = (int)r;
+		return CURL_READFUNC_ABORT;
+	}
+	if (s->left > 0) {
+		if (r == 0) {
+			s->short_file = 1;
+			return CURL_READFUNC_ABORT;
+		}
+		s->left -= r;
+	}
+	return (size_t)r;
+}
+
+int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api_progress_fn fn,
+	       void *arg, struct api_response *resp, struct api_error *err)
+{
+	memset(resp, 0, sizeof(*resp));
+	memset(err, 0, sizeof(*err));
+	int rc = api__prepare(c, "PUT", path, API_BODY_BYTES);
+	if (rc) {
+		local_err(err, "bad_request", -rc, "cannot build the request");
+		return rc;
+	}
+	CURL *h = c->curl;
+	struct up_state st = {.fd = fd, .left = size};
+	struct api_buf b = {.max = API_RESPONSE_MAX};
+	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 1, .size = size};
+	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
+	curl_easy_setopt(h, CURLOPT_READDATA, &st);
+	if (size >= 0)
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, api__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	set_progress(h, &pcb);
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	api__log(c, "PUT", path, status, cc);
+	if (cc != CURLE_OK) {
+		if (pcb.stopped) {
+			local_err(err, "interrupted", EINTR, "the upload was stopped");
+			rc = -EINTR;
+		} else if (st.rerr) {
+			local_err(err, "local_read_failed", -st.rerr, "cannot read the local file");
+			rc = st.rerr;
+		} else if (st.short_file) {
+			local_err(err, "local_read_failed", EIO,
+				  "the local file shrank while it was sent");
+			rc = -EIO;
+		} else if (b.overflow) {
+			local_err(err, "response_too_large", EFBIG, "the server's answer");
+			rc = -EFBIG;
+		} else if (status >= 300 && b.len) {
+			/* The server refused before taking the whole body. */
+			rc = api__http_error(status, b.p, b.len, err);
+		} else {
+			rc = api__transport_error(c, cc, err);
+		}
+	} else if (status < 200 || status >= 300) {
+		rc = api__http_error(status, b.p, b.len, err);
+	} else {
+		rc = api__take_json(status, &b, resp, err);
+	}
+	api__buf_free(&b);
+	return rc;
+}
+
+/* ---- download ---------------------------------------------------------------- */
+
+struct down_state {
+	CURL *h;
+	int fd;
+	int decided;        /* the status was looked at */
+	int is_error;       /* the answer is an error: keep it in errbody */
+	struct api_buf errbody;
+	int64_t written;
+	int werr;           /* -errno of a failed write */
+};
+
+/* CURLOPT_WRITEFUNCTION: body bytes to the file, or an error body to memory. */
+static size_t down_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+	struct down_state *s = ud;
+	size_t n = size * nmemb;
+	if (!s->decided) {
+		long status = 0;
+		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &status);
+		s->is_error = status < 200 || status >= 300;
+		s->decided = 1;
+	}
+	if (s->is_error) {
+		/* Keep the start of an error answer; drop the rest. */
+		size_t room = s->errbody.max - s->errbody.len;
+		if (room && api__buf_append(&s->errbody, data, n < room ? n : room) == -ENOMEM)
+			return 0;
+		return n;
+	}
+	int r = util_write_all(s->fd, data, n);
+	if (r) {
+		s->werr = r;
+		return 0;
+	}
+	s->written += (int64_t)n;
+	return n;
+}
+
+int api_download(struct api_client *c, const char *path, int fd, api_progress_fn fn, void *arg,
+		 int64_t *written, struct api_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	*written = 0;
+	int rc = api__prepare(c, "GET", path, API_BODY_NONE);
+	if (rc) {
+		local_err(err, "bad_request", -rc, "cannot build the request");
+		return rc;
+	}
+	CURL *h = c->curl;
+	struct down_state st = {.h = h, .fd = fd, .errbody = {.max = API_ERROR_BODY_MAX}};
+	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 0, .size = -1};
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, down_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
+	set_progress(h, &pcb);
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	api__log(c, "GET", path, status, cc);
+	if (cc != CURLE_OK) {
+		if (pcb.stopped) {
+			local_err(err, "interrupted", EINTR, "the download was stopped");
+			rc = -EINTR;
+		} else if (st.werr) {
+			local_err(err, "local_write_failed", -st.werr, "cannot write the local file");
+			rc = st.werr;
+		} else if (st.errbody.nomem) {
+			local_err(err, "out_of_memory", ENOMEM, "reading the error answer");
+			rc = -ENOMEM;
+		} else {
+			rc = api__transport_error(c, cc, err);
+		}
+	} else if (status < 200 || status >= 300) {
+		rc = api__http_error(status, st.errbody.p, st.errbody.len, err);
+	}
+	*written = st.written;
+	api__buf_free(&st.errbody);
+	return rc;
+}

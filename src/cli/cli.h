@@ -1,0 +1,113 @@
+/*
+ * cli.h - the pandastack command-line client's structure: command groups
+ * (sandbox, fs, keys, templates), each a table of commands with an
+ * args_spec and a run function, dispatched by cli_main (cli.c); the shared
+ * context the commands get; and the exit codes (docs/cli.md):
+ *
+ *   0  success
+ *   1  the API answered an error (its code and message on stderr), it could
+ *      not be reached, or a local file failed
+ *   2  usage: bad flags, missing arguments, bad environment
+ *   N  sandbox exec / run-code: the command's own exit code
+ *
+ * Environment: PANDASTACK_API_URL (default CLI_DEFAULT_URL) and
+ * PANDASTACK_API_KEY (required by every command that calls the API).
+ * Threads: the main thread only.
+ */
+#ifndef PANDASTACK_CLI_CLI_H
+#define PANDASTACK_CLI_CLI_H
+
+#include <jansson.h>
+
+#include "cli/api_client.h"
+#include "cli/args.h"
+#include "cli/urlpath.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_API 1
+#define CLI_EXIT_USAGE 2
+#define CLI_DEFAULT_URL "http://127.0.0.1:8080"
+#define CLI_VERSION "0.1.0"
+
+struct cli_ctx {
+	const char *path;       /* "sandbox exec": for messages */
+	int json;               /* --json: print the API's JSON as is */
+	struct api_client *api; /* made by cli_api at first use; freed by cli_main */
+};
+
+struct cli_cmd {
+	const char *name;             /* "exec"; NULL ends a table */
+	const struct args_spec *spec;
+	/* Runs the parsed command; returns the process exit code. */
+	int (*run)(struct cli_ctx *ctx, const struct args_result *a);
+};
+
+struct cli_group {
+	const char *name;            /* "sandbox" */
+	const char *alias;           /* another accepted name, or NULL */
+	const char *summary;         /* one line */
+	const struct cli_cmd *cmds;  /* ended by a NULL name */
+};
+
+/* The groups, one per cmd_*.c file. */
+extern const struct cli_group cli_group_sandbox;
+extern const struct cli_group cli_group_fs;
+extern const struct cli_group cli_group_keys;
+extern const struct cli_group cli_group_templates;
+
+/*
+ * cli_main - the whole program: parse argv (argc words, argv[0] the program
+ * name), dispatch, and return the exit code.  Help goes to stdout, errors
+ * to stderr.
+ */
+int cli_main(int argc, char **argv);
+
+/*
+ * cli_api - the API client from the environment (made once per ctx, owned
+ * by ctx).  Returns CLI_EXIT_OK with *out, or CLI_EXIT_USAGE after printing
+ * why (no key, bad URL), or CLI_EXIT_API (libcurl failed).
+ */
+int cli_api(struct cli_ctx *ctx, struct api_client **out);
+
+/*
+ * cli_request - one API call for a command: check the path built in u
+ * (a bad one is a usage error), get the client, call.  Returns CLI_EXIT_OK
+ * with *resp filled (api_response_clear), or the exit code after printing
+ * the problem on stderr (then *resp is empty).
+ */
+int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
+		const json_t *body, struct api_response *resp);
+
+/*
+ * cli_usage_error - print message as a usage error of the current command
+ * and return CLI_EXIT_USAGE.
+ */
+int cli_usage_error(struct cli_ctx *ctx, const char *message);
+
+/*
+ * cli_parse_kv_list - "K=V" words (n of them) into a new JSON object of
+ * strings (*out, new reference).  what names the flag in messages
+ * ("--env").  Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing which
+ * word has no "=" or an empty key.
+ */
+int cli_parse_kv_list(struct cli_ctx *ctx, const char *what, const char *const *words, size_t n,
+		      json_t **out);
+
+/*
+ * cli_parse_seconds - a --ttl / --timeout style value: whole seconds in
+ * [min, max] into *out.  Returns CLI_EXIT_OK or CLI_EXIT_USAGE after
+ * printing the problem.
+ */
+int cli_parse_seconds(struct cli_ctx *ctx, const char *what, const char *s, int64_t min,
+		      int64_t max, int64_t *out);
+
+/*
+ * cli_parse_duration - a --timeout style value: a decimal number of
+ * seconds ("30", "0.5"; no sign, exponent or hex) in [min, max], as a new
+ * JSON integer when whole, else a real (*out, new reference).  Returns
+ * CLI_EXIT_OK or CLI_EXIT_USAGE after printing the problem.
+ */
+int cli_parse_duration(struct cli_ctx *ctx, const char *what, const char *s, double min,
+		       double max, json_t **out);
+
+#endif

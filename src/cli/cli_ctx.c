@@ -1,0 +1,150 @@
+/*
+ * cli_ctx.c - what every command shares: the API client made from the
+ * environment, one checked API call with its error printed, and parsing of
+ * K=V lists and second counts (see cli.h).
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/output.h"
+
+int cli_usage_error(struct cli_ctx *ctx, const char *message)
+{
+	out_usage(ctx->path, message);
+	return CLI_EXIT_USAGE;
+}
+
+int cli_api(struct cli_ctx *ctx, struct api_client **out)
+{
+	*out = NULL;
+	if (ctx->api) {
+		*out = ctx->api;
+		return CLI_EXIT_OK;
+	}
+	const char *url = getenv("PANDASTACK_API_URL");
+	const char *key = getenv("PANDASTACK_API_KEY");
+	if (!url || !*url)
+		url = CLI_DEFAULT_URL;
+	if (!key || !*key) {
+		out_error("PANDASTACK_API_KEY is not set (export PANDASTACK_API_KEY=pds_...)");
+		return CLI_EXIT_USAGE;
+	}
+	char err[256];
+	int rc = api_client_new(url, key, &ctx->api, err, sizeof(err));
+	if (rc) {
+		out_error("%s", err[0] ? err : strerror(-rc));
+		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_API;
+	}
+	*out = ctx->api;
+	return CLI_EXIT_OK;
+}
+
+int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
+		const json_t *body, struct api_response *resp)
+{
+	memset(resp, 0, sizeof(*resp));
+	int rc = urlpath_status(u);
+	if (rc == -EINVAL)
+		return cli_usage_error(ctx, "an ID or path argument is empty, '.' or '..'");
+	if (rc)
+		return cli_usage_error(ctx, "an argument is too long for a URL");
+	struct api_client *api;
+	int code = cli_api(ctx, &api);
+	if (code)
+		return code;
+	struct api_error err;
+	rc = api_call(api, method, u->s, body, resp, &err);
+	if (rc) {
+		out_api_error(&err);
+		return CLI_EXIT_API;
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_parse_kv_list(struct cli_ctx *ctx, const char *what, const char *const *words, size_t n,
+		      json_t **out)
+{
+	*out = json_object();
+	if (!*out) {
+		out_error("out of memory");
+		return CLI_EXIT_API;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(words[i], '=');
+		if (!eq || eq == words[i]) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "%s wants KEY=VALUE, not '%.64s'", what, words[i]);
+			json_decref(*out);
+			*out = NULL;
+			return cli_usage_error(ctx, msg);
+		}
+		char *k = strndup(words[i], (size_t)(eq - words[i]));
+		json_t *v = json_string(eq + 1);
+		if (!k || !v || json_object_set_new(*out, k, v)) {
+			free(k);
+			json_decref(*out);
+			*out = NULL;
+			char msg[160], word[80];
+			out_sanitize(words[i], strlen(words[i]), word, sizeof(word));
+			snprintf(msg, sizeof(msg), "%s '%s' is not UTF-8 text", what, word);
+			return cli_usage_error(ctx, msg);
+		}
+		free(k);
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_parse_seconds(struct cli_ctx *ctx, const char *what, const char *s, int64_t min,
+		      int64_t max, int64_t *out)
+{
+	int rc = args_parse_int64(s, min, max, out);
+	if (rc == 0)
+		return CLI_EXIT_OK;
+	char msg[160];
+	if (rc == -ERANGE)
+		snprintf(msg, sizeof(msg), "%s must be between %lld and %lld seconds, not %.32s", what,
+			 (long long)min, (long long)max, s);
+	else
+		snprintf(msg, sizeof(msg), "%s wants whole seconds, not '%.32s'", what, s);
+	return cli_usage_error(ctx, msg);
+}
+
+int cli_parse_duration(struct cli_ctx *ctx, const char *what, const char *s, double min,
+		       double max, json_t **out)
+{
+	*out = NULL;
+	char msg[160];
+	int dots = 0, digits = 0, other = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '.')
+			dots++;
+		else if (*p >= '0' && *p <= '9')
+			digits++;
+		else
+			other++;
+	}
+	if (other || digits == 0 || dots > 1 || strlen(s) > 32) {
+		snprintf(msg, sizeof(msg), "%s wants a number of seconds, not '%.32s'", what, s);
+		return cli_usage_error(ctx, msg);
+	}
+	char *end = NULL;
+	double v = strtod(s, &end);
+	if (!end || *end || !(v >= min && v <= max)) {
+		snprintf(msg, sizeof(msg), "%s must be between %g and %g seconds, not %.32s", what,
+			 min, max, s);
+		return cli_usage_error(ctx, msg);
+	}
+	if (dots == 0 || v == (double)(json_int_t)v)
+		*out = json_integer((json_int_t)v);
+	else
+		*out = json_real(v);
+	if (!*out) {
+		out_error("out of memory");
+		return CLI_EXIT_API;
+	}
+	return CLI_EXIT_OK;
+}
