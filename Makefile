@@ -156,6 +156,14 @@ test-integration: $(BUILD)/pandastackd
 bench-api: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py
 
+# --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
+# local fake servers (docs/sdk-typescript.md) ----------------------------------
+.PHONY: test-sdk-ts test-sdk
+test-sdk-ts:
+	cd sdk/typescript && { [ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test
+
+test-sdk: test-sdk-python test-sdk-ts
+
 # --- the Python SDK (sdk/python): unit tests against a local fake server, and
 # the conformance examples against a daemon it starts (docs/sdk-python.md) ----
 .PHONY: test-sdk-python conformance-python

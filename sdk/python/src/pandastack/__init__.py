@@ -1,0 +1,50 @@
+"""PandaStack Python SDK: sandboxes (QEMU microVMs) behind the PandaStack REST API.
+
+Quick start::
+
+    from pandastack import Sandbox
+
+    with Sandbox.create(template="code-interpreter", ttl_seconds=600) as sandbox:
+        print(sandbox.exec("python -c 'print(2 ** 10)'").stdout)   # "1024\\n"
+        with sandbox.create_code_context() as ctx:
+            print(ctx.run_code("sum(range(101))").text)             # "5050"
+
+Configuration: pass ``api_key=`` / ``api_url=`` or set ``PANDASTACK_API_KEY`` /
+``PANDASTACK_API_URL``. Reference: docs/sdk-python.md.
+"""
+__version__ = "0.1.0"
+
+from .code_context import CodeContext  # noqa: E402
+from .errors import (AuthenticationError, CommandFailed, ConnectionError,  # noqa: E402
+                     NotFoundError, PandaStackError, RateLimitError, SandboxError, TimeoutError)
+from .filesystem import Filesystem  # noqa: E402
+from .models import (CodeContextInfo, DirListing, ExecResult, Execution,  # noqa: E402
+                     ExecutionError, FileEntry, Result, SandboxInfo, WriteInfo)
+from ._http import DEFAULT_API_URL  # noqa: E402
+from .sandbox import DEFAULT_TEMPLATE, Sandbox  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "DEFAULT_API_URL",
+    "DEFAULT_TEMPLATE",
+    "Sandbox",
+    "CodeContext",
+    "Filesystem",
+    "ExecResult",
+    "Execution",
+    "ExecutionError",
+    "Result",
+    "SandboxInfo",
+    "FileEntry",
+    "WriteInfo",
+    "DirListing",
+    "CodeContextInfo",
+    "PandaStackError",
+    "AuthenticationError",
+    "NotFoundError",
+    "TimeoutError",
+    "RateLimitError",
+    "SandboxError",
+    "ConnectionError",
+    "CommandFailed",
+]

@@ -1,0 +1,114 @@
+"""Code contexts: persistent kernels in a sandbox (docs/api.md, "Code
+contexts"). Get one with ``sandbox.create_code_context()``.
+
+A context keeps its interpreter state (variables, imports) across
+:meth:`CodeContext.run_code` calls, like a notebook, and answers each cell with
+an :class:`~pandastack.Execution` carrying typed rich results. Requests on one
+context run one at a time in the sandbox (a second waits its turn); a
+:class:`CodeContext` object itself may be shared between threads.
+"""
+from __future__ import annotations
+
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+
+from .errors import NotFoundError, PandaStackError
+from .models import CodeContextInfo, Execution
+
+if TYPE_CHECKING:  # pragma: no cover
+    from types import TracebackType
+
+    from ._http import Transport
+
+__all__ = ["CodeContext", "run_deadline"]
+
+# Client-side deadline of a run without its own limit, and the margin added to
+# a run's limit (the daemon answers 504 at the limit plus its 30 s grace);
+# seconds. The same values as the TypeScript SDK.
+DEFAULT_RUN_DEADLINE_S = 600.0
+RUN_DEADLINE_MARGIN_S = 60.0
+
+
+def run_deadline(transport: "Transport", timeout_seconds: Optional[float]) -> Optional[float]:
+    """The client-side deadline (seconds, per socket operation) of a call that
+    runs code or a command for up to ``timeout_seconds``: 600 s when None (the
+    daemon's default limit applies first), none when 0 (no limit), else the
+    limit plus 60 s. Never below the transport's own timeout."""
+    if timeout_seconds is None:
+        t = DEFAULT_RUN_DEADLINE_S
+    elif timeout_seconds == 0:
+        return None
+    else:
+        t = float(timeout_seconds) + RUN_DEADLINE_MARGIN_S
+    if transport.timeout is None:
+        return None
+    return max(transport.timeout, t)
+
+
+class CodeContext:
+    """One persistent kernel in a sandbox.
+
+    Attributes:
+        id: the context id (``ctx_...``).
+        language: the kernel's language (``"python"``).
+        sandbox_id: the sandbox it lives in.
+        info: the context as the API described it.
+    """
+
+    def __init__(self, transport: "Transport", sandbox_id: str, context_id: str,
+                 language: str = "python") -> None:
+        """Internal: use ``sandbox.create_code_context()``."""
+        self._t = transport
+        self.sandbox_id = sandbox_id
+        self.id = context_id
+        self.language = language
+        self.info = CodeContextInfo(id=context_id, language=language)
+        self._path = (f"/v1/sandboxes/{urllib.parse.quote(sandbox_id, safe='')}"
+                      f"/contexts/{urllib.parse.quote(context_id, safe='')}")
+
+    def __repr__(self) -> str:
+        return f"CodeContext(id={self.id!r}, language={self.language!r}, sandbox_id={self.sandbox_id!r})"
+
+    def run_code(self, code: str, timeout_seconds: Optional[float] = None) -> Execution:
+        """Run ``code`` as one cell in this context and return its Execution.
+
+        Args:
+            code: the cell's source.
+            timeout_seconds: limit of the cell in seconds (fractions allowed);
+                at the limit the cell is interrupted (the context keeps its
+                state) and the Execution's ``error`` says so. None: the
+                daemon's default; 0: no limit.
+        Returns:
+            the Execution (results, stdout, stderr, error, exit_code, ...). A cell
+            that raises is not an SDK error: see ``Execution.error``.
+        Raises:
+            NotFoundError (the sandbox or context is gone), SandboxError,
+            TimeoutError (the API or the client-side deadline), AuthenticationError.
+        """
+        body: Dict[str, Any] = {"code": code}
+        if timeout_seconds is not None:
+            body["timeout_seconds"] = timeout_seconds
+        doc = self._t.request_json("POST", self._path + "/run_code", json_body=body,
+                                   timeout=run_deadline(self._t, timeout_seconds), ok=(200,))
+        return Execution.from_json(doc)
+
+    def close(self) -> None:
+        """Shut the kernel down and delete the context. Closing a context that
+        is already gone (or whose sandbox is gone) is not an error."""
+        try:
+            self._t.request_json("DELETE", self._path, ok=(200, 204), gone_on_retry_ok=True)
+        except NotFoundError:
+            pass
+
+    def __enter__(self) -> "CodeContext":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: "Optional[TracebackType]") -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # do not hide the error that ended the block
+            self.close()
+        except PandaStackError:
+            pass

@@ -1,0 +1,219 @@
+"""A scriptable fake of the PandaStack REST API for the SDK's unit tests.
+
+``FakeApi`` runs a threaded HTTP/1.1 server on a free loopback port. Tests
+register handlers per (method, path); a handler gets the parsed ``Request``
+and returns a ``Reply`` (status, JSON or raw body, headers) or writes the
+answer itself through ``req.handler`` (for streams, early answers, dropped
+connections). Every request is recorded in ``api.requests``.
+
+Request bodies are read (Content-Length or chunked) into ``Request.body`` unless
+the route was registered with ``stream_body=True``; then the handler reads
+``req.rfile`` itself (for the 200 MiB streaming test).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: Dict[str, List[str]]
+    headers: Dict[str, str]
+    body: bytes = b""
+    handler: Any = None
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def chunked(self) -> bool:
+        return self.headers.get("transfer-encoding", "").lower() == "chunked"
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    json: Any = None
+    body: Optional[bytes] = None
+    headers: Dict[str, str] = field(default_factory=dict)
+
+
+def error(status: int, code: str, message: str = "") -> Reply:
+    """The API's error shape."""
+    return Reply(status, {"error": {"code": code, "message": message or code}})
+
+
+Handler = Callable[[Request], Optional[Reply]]
+
+
+def read_chunked(rfile, sink: Callable[[bytes], None]) -> int:
+    """Decode a chunked body from rfile into sink; returns its size."""
+    total = 0
+    while True:
+        line = rfile.readline(100)
+        size = int(line.strip().split(b";")[0], 16)
+        if size == 0:
+            rfile.readline(100)  # the CRLF after the last chunk (no trailers)
+            return total
+        left = size
+        while left:
+            block = rfile.read(min(left, 1 << 20))
+            if not block:
+                raise EOFError("chunked body cut short")
+            sink(block)
+            left -= len(block)
+        total += size
+        rfile.readline(100)
+
+
+def read_body(req: Request, sink: Callable[[bytes], None]) -> int:
+    """Read the request's body (either framing) into sink; returns its size."""
+    h = req.handler
+    if req.chunked:
+        return read_chunked(h.rfile, sink)
+    left = int(req.headers.get("content-length", "0") or 0)
+    total = left
+    while left:
+        block = h.rfile.read(min(left, 1 << 20))
+        if not block:
+            raise EOFError("body cut short")
+        sink(block)
+        left -= len(block)
+    return total
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Ignores clients that hang up mid-answer (tests do that on purpose)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, EOFError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class FakeApi:
+    """The fake server. Use as a context manager or call start()/stop()."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.routes: Dict[Tuple[str, str], Tuple[Union[Handler, List[Any]], bool]] = {}
+        self.requests: List[Request] = []
+        self.lock = threading.Lock()
+        api = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                api._dispatch(self)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+        self.server = _QuietServer(("127.0.0.1", port), H)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+
+    def start(self) -> "FakeApi":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> "FakeApi":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def route(self, method: str, path: str, handler: Union[Handler, Reply, List[Any]],
+              stream_body: bool = False) -> None:
+        """Register an answer: a handler function, a fixed Reply, or a list of
+        them used in turn (the last one repeats)."""
+        self.routes[(method, path)] = (handler, stream_body)
+
+    def calls(self, method: str, path: str) -> List[Request]:
+        with self.lock:
+            return [r for r in self.requests if r.method == method and r.path == path]
+
+    def _dispatch(self, h: BaseHTTPRequestHandler) -> None:
+        parts = urllib.parse.urlsplit(h.path)
+        req = Request(h.command, parts.path, urllib.parse.parse_qs(parts.query, keep_blank_values=True),
+                      {k.lower(): v for k, v in h.headers.items()}, b"", h)
+        entry = self.routes.get((req.method, req.path))
+        with self.lock:
+            self.requests.append(req)
+        if entry is None:
+            self.send(h, error(404, "not_found", "no such route"))
+            return
+        target, stream_body = entry
+        if not stream_body:
+            buf = bytearray()
+            read_body(req, buf.extend)
+            req.body = bytes(buf)
+        if isinstance(target, list):
+            with self.lock:
+                item = target.pop(0) if len(target) > 1 else target[0]
+        else:
+            item = target
+        reply = item(req) if callable(item) else item
+        if reply is not None:
+            self.send(h, reply)
+
+    @staticmethod
+    def send(h: BaseHTTPRequestHandler, reply: Reply) -> None:
+        body = reply.body
+        headers = dict(reply.headers)
+        if body is None:
+            if reply.json is None:
+                body = b""
+            else:
+                body = json.dumps(reply.json).encode()
+                headers.setdefault("Content-Type", "application/json")
+        h.send_response(reply.status)
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        try:
+            if body:
+                h.wfile.write(body)
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            h.close_connection = True  # the client stopped reading: expected in some tests
+
+
+def drop_connection(req: Request) -> None:
+    """A handler that closes the connection without answering."""
+    req.handler.close_connection = True
+    try:
+        import socket
+        req.handler.connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    return None
+
+
+def sandbox_json(sid: str = "sbx_0123456789abcdef0123", template: str = "base",
+                 status: str = "running", **extra: Any) -> Dict[str, Any]:
+    d = {"id": sid, "template": template, "status": status, "reason": None,
+         "created_at": "2026-11-30T02:18:52.123Z", "expires_at": "2026-11-30T03:18:52.123Z",
+         "ended_at": None, "vcpus": 1, "memory_mib": 512, "metadata": {}}
+    d.update(extra)
+    return d

@@ -1,0 +1,184 @@
+"""The SDK against a real pandastackd and real microVMs (skipped when
+build/pandastackd is not built or no template is baked in the cache).
+
+The daemon is started here on a temporary data dir and a free port (read back
+from its `event=http.listening` log line), with its admin key from
+<data-dir>/admin.key; it and every sandbox it made are stopped at the end.
+Environment: PANDASTACK_CACHE (default /var/cache/pandastack),
+PANDASTACK_TEST_TEMPLATE (default: code-interpreter if ready, else base).
+"""
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from pandastack import (AuthenticationError, CommandFailed, NotFoundError, RateLimitError,
+                        Sandbox, SandboxError)
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+DAEMON = ROOT / "build" / "pandastackd"
+CACHE = os.environ.get("PANDASTACK_CACHE", "/var/cache/pandastack")
+
+
+class Daemon:
+    def __init__(self, root, *args):
+        self.root = pathlib.Path(root)
+        self.data = self.root / "data"
+        self.log = self.root / "daemon.log"
+        with open(self.log, "wb") as err, open(self.root / "daemon.out", "wb") as out:
+            self.proc = subprocess.Popen(
+                [str(DAEMON), "--listen", "127.0.0.1:0", "--data-dir", str(self.data),
+                 "--cache", CACHE, *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = re.search(r"event=http\.listening host=\S+ port=(\d+)", self.log.read_text())
+            if m and (self.data / "admin.key").exists():
+                self.url = f"http://127.0.0.1:{m.group(1)}"
+                self.key = (self.data / "admin.key").read_text().strip()
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("pandastackd exited:\n" + self.log.read_text()[-2000:])
+            time.sleep(0.05)
+        raise RuntimeError("pandastackd did not start")
+
+    def templates(self):
+        req = urllib.request.Request(self.url + "/v1/templates",
+                                     headers={"Authorization": f"Bearer {self.key}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return {t["name"]: t for t in json.load(r)["templates"]}
+
+    def stop(self):
+        try:
+            for s in Sandbox.list(api_key=self.key, api_url=self.url, status="running"):
+                Sandbox.connect(s.id, api_key=self.key, api_url=self.url).kill()
+        except Exception:
+            pass
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def live():
+    if not DAEMON.exists():
+        pytest.skip("build/pandastackd is not built (make)")
+    root = pathlib.Path(tempfile.mkdtemp(prefix="pandastack-sdk-live-"))
+    d = Daemon(root, "--pool-size", "0", "--max-sandboxes-per-team", "2")
+    try:
+        ts = d.templates()
+        want = os.environ.get("PANDASTACK_TEST_TEMPLATE")
+        names = [want] if want else ["code-interpreter", "base"]
+        d.template = next((n for n in names if ts.get(n, {}).get("status") == "ready"), None)
+        if d.template is None:
+            pytest.skip("no baked template in the cache (make templates)")
+        yield d
+    finally:
+        d.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def sb(live):
+    s = Sandbox.create(template=live.template, ttl_seconds=300, api_key=live.key,
+                       api_url=live.url)
+    yield s
+    s.kill()
+
+
+def test_errors_from_the_real_api(live):
+    with pytest.raises(AuthenticationError) as ei:
+        Sandbox.list(api_key="pds_" + "0" * 48, api_url=live.url)
+    assert ei.value.status == 401 and ei.value.code == "unauthorized"
+    with pytest.raises(NotFoundError) as ei:
+        Sandbox.connect("sbx_0123456789abcdef0123", api_key=live.key, api_url=live.url)
+    assert ei.value.code == "sandbox_not_found"
+    with pytest.raises(NotFoundError) as ei:
+        Sandbox.create(template="no-such-template", api_key=live.key, api_url=live.url)
+    assert ei.value.code == "template_not_found"
+    with pytest.raises(SandboxError) as ei:
+        Sandbox.create(template=live.template, ttl_seconds=10 ** 9, api_key=live.key,
+                       api_url=live.url)
+    assert ei.value.status == 400 and ei.value.code == "invalid_field"
+
+
+def test_team_limit_is_a_rate_limit_error(live):
+    made = [Sandbox.create(template=live.template, api_key=live.key, api_url=live.url)
+            for _ in range(2)]
+    try:
+        with pytest.raises(RateLimitError) as ei:
+            Sandbox.create(template=live.template, api_key=live.key, api_url=live.url)
+        assert ei.value.status == 429 and ei.value.code == "too_many_sandboxes"
+    finally:
+        for s in made:
+            s.kill()
+
+
+def test_exec_check_stream_and_timeout(sb):
+    r = sb.exec("echo out; echo err >&2; exit 3", env={"X": "1"})
+    assert (r.stdout, r.stderr, r.exit_code) == ("out\n", "err\n", 3)
+    assert isinstance(r.duration_ms, int)
+    with pytest.raises(CommandFailed) as ei:
+        sb.exec("exit 4", check=True)
+    assert ei.value.result.exit_code == 4
+    assert sb.exec("cat", stdin="piped").stdout == "piped"
+    assert sb.exec("pwd", cwd="/tmp").stdout == "/tmp\n"
+    assert sb.exec("echo $X", env={"X": "y z"}).stdout == "y z\n"
+    chunks, pids = [], []
+    r = sb.exec_stream("for i in 1 2 3; do echo $i; sleep 0.2; done", on_stdout=chunks.append,
+                       on_start=pids.append)
+    assert "".join(chunks) == "1\n2\n3\n" == r.stdout and len(pids) == 1
+    r = sb.exec("sleep 30", timeout_seconds=1)
+    assert r.timed_out and r.exit_code != 0
+
+
+def test_files_round_trip(sb, tmp_path):
+    fs = sb.filesystem
+    data = os.urandom(8 << 20)
+    src = tmp_path / "src.bin"
+    src.write_bytes(data)
+    assert fs.upload(src, "/workspace/d/src.bin").size == len(data)
+    assert sb.exec("sha256sum /workspace/d/src.bin").stdout.split()[0] == \
+        hashlib.sha256(data).hexdigest()
+    assert fs.download("/workspace/d/src.bin", tmp_path / "back.bin").size == len(data)
+    assert (tmp_path / "back.bin").read_bytes() == data
+    fs.write("/workspace/d/t.txt", "héllo\n")
+    assert fs.read("/workspace/d/t.txt") == "héllo\n"
+    assert fs.read("/workspace/d/t.txt", format="bytes") == "héllo\n".encode()
+    assert [e.name for e in fs.list("/workspace/d")] == ["src.bin", "t.txt"]
+    assert fs.stat("/workspace/d/t.txt").size == 7
+    assert fs.mkdir("/workspace/d/sub").type == "dir"
+    with pytest.raises(SandboxError) as ei:
+        fs.remove("/workspace/d")
+    assert ei.value.code == "directory_not_empty"
+    fs.remove("/workspace/d", recursive=True)
+    assert fs.exists("/workspace/d") is False
+    with pytest.raises(NotFoundError) as ei:
+        fs.read("/workspace/d/t.txt")
+    assert ei.value.code == "file_not_found"
+
+
+def test_ttl_kill_and_gone(live):
+    s = Sandbox.create(template=live.template, api_key=live.key, api_url=live.url)
+    info = s.set_ttl(7200)
+    assert info.status == "running" and info.expires_at
+    assert s.id in [i.id for i in Sandbox.list(api_key=live.key, api_url=live.url)]
+    with Sandbox.connect(s.id, api_key=live.key, api_url=live.url) as again:
+        assert again.is_running()
+    assert s.is_running() is False
+    s.kill()  # already gone: fine
+    with pytest.raises(NotFoundError):
+        s.exec("true")
+

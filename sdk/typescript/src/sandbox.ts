@@ -1,0 +1,330 @@
+/**
+ * `Sandbox`: one microVM sandbox and everything done in it (docs/api.md,
+ * "Routes"): create/connect/list, exec (whole or streamed), one-shot code
+ * runs, code contexts, files, TTL and kill.
+ */
+
+import {
+  CREATE_DEADLINE_MS,
+  CodeContext,
+  type CodeContextOptions,
+  createCodeContext,
+  listCodeContexts,
+  runDeadlineMs,
+} from "./code_context.js";
+import { type ConnectionOptions, resolveConfig } from "./config.js";
+import { CommandFailed, ConnectionError, NotFoundError, apiError } from "./errors.js";
+import { Filesystem } from "./filesystem.js";
+import { HttpClient, seg } from "./http.js";
+import {
+  type ExecResult,
+  type SandboxInfo,
+  type SandboxStatus,
+  isObject,
+  parseExecResult,
+  parseSandboxInfo,
+  str,
+} from "./models.js";
+import { readSse } from "./sse.js";
+
+/** The template `Sandbox.create` uses when none is named. */
+export const DEFAULT_TEMPLATE = "code-interpreter";
+/** Longest silence of an exec stream, ms (the daemon sends a keepalive every 15 s). */
+const STREAM_IDLE_MIN_MS = 45_000;
+
+/** Options of `Sandbox.create`. */
+export interface SandboxCreateOptions extends ConnectionOptions {
+  /** Template to restore. Default "code-interpreter". */
+  template?: string;
+  /** Seconds until the sandbox stops by itself. Default: the daemon's (300). */
+  ttlSeconds?: number;
+  /** Default environment of every exec in the sandbox. */
+  env?: Record<string, string>;
+  /** Labels to find the sandbox by (`Sandbox.list({ metadata })`). */
+  metadata?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Options of `Sandbox.list`. */
+export interface SandboxListOptions extends ConnectionOptions {
+  /** Only sandboxes with this status. */
+  status?: SandboxStatus;
+  /** Only sandboxes whose metadata has every one of these pairs. */
+  metadata?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Options of `exec`. */
+export interface ExecOptions {
+  /** Seconds the command may run before its process tree is killed. Default: the daemon's (60). 0: no limit. */
+  timeoutSeconds?: number;
+  /** Throw CommandFailed (carrying the result) when the exit code is not 0. Default false. */
+  check?: boolean;
+  /** Added to the sandbox's environment (wins on conflicts). */
+  env?: Record<string, string>;
+  /** Working directory (absolute guest path). Default "/workspace". */
+  cwd?: string;
+  /** Sent to the command's stdin, then EOF (at most 1 MiB). Default: no stdin. */
+  stdin?: string;
+  signal?: AbortSignal;
+}
+
+/** Options of `execStream`: those of `exec` plus the output callbacks. */
+export interface ExecStreamOptions extends ExecOptions {
+  /** Called with each chunk of stdout (valid UTF-8) as it comes; awaited if it returns a promise. */
+  onStdout?: (data: string) => void | Promise<void>;
+  /** Called with each chunk of stderr. */
+  onStderr?: (data: string) => void | Promise<void>;
+  /** Called once the command started, with its guest pid. */
+  onStart?: (pid: number) => void | Promise<void>;
+}
+
+/** Options of `Sandbox.runCode`. */
+export interface SandboxRunCodeOptions {
+  /** "python" (the default) or "shell". */
+  language?: "python" | "shell" | string;
+  /** Seconds the run may take. Default: the daemon's. 0: no limit. */
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+
+function execBody(cmd: string, opts: ExecOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { cmd };
+  if (opts.timeoutSeconds !== undefined) body.timeout_seconds = opts.timeoutSeconds;
+  if (opts.env !== undefined) body.env = opts.env;
+  if (opts.cwd !== undefined) body.cwd = opts.cwd;
+  if (opts.stdin !== undefined) body.stdin = opts.stdin;
+  return body;
+}
+
+function parseJsonEvent(data: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(data);
+    return isObject(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * A sandbox: a microVM restored from a template. Get one with `Sandbox.create`
+ * or `Sandbox.connect`; stop it with `kill()` (or `await using`). Methods may be
+ * called concurrently.
+ */
+export class Sandbox {
+  /** `sbx_` + 20 hex digits. */
+  readonly id: string;
+  /** Files in the guest. */
+  readonly filesystem: Filesystem;
+  /** The sandbox as last seen (create, connect, getInfo, setTtl). */
+  info: SandboxInfo;
+  private readonly http: HttpClient;
+
+  private constructor(http: HttpClient, info: SandboxInfo) {
+    this.http = http;
+    this.info = info;
+    this.id = info.id;
+    this.filesystem = new Filesystem(http, info.id);
+  }
+
+  /** The template the sandbox was restored from. */
+  get template(): string {
+    return this.info.template;
+  }
+
+  /** The status when last seen: running, paused, stopped or error (refresh with `getInfo`). */
+  get status(): string {
+    return this.info.status;
+  }
+
+  /**
+   * Creates a sandbox by restoring a template snapshot, and resolves once its
+   * guest answers. Throws NotFoundError (no such template), RateLimitError (the
+   * team's sandbox limit), SandboxError (stale template, VM start failure).
+   */
+  static async create(opts: SandboxCreateOptions = {}): Promise<Sandbox> {
+    const http = new HttpClient(resolveConfig(opts));
+    const body: Record<string, unknown> = { template: opts.template ?? DEFAULT_TEMPLATE };
+    if (opts.ttlSeconds !== undefined) body.ttl_seconds = opts.ttlSeconds;
+    if (opts.env !== undefined) body.env = opts.env;
+    if (opts.metadata !== undefined) body.metadata = opts.metadata;
+    const raw = await http.json({
+      method: "POST",
+      path: "/v1/sandboxes",
+      json: body,
+      timeoutMs: Math.max(http.config.requestTimeoutMs, CREATE_DEADLINE_MS),
+      signal: opts.signal,
+    });
+    return new Sandbox(http, parseSandboxInfo(raw));
+  }
+
+  /** Attaches to an existing sandbox by id. Throws NotFoundError if the key's team has no such sandbox. */
+  static async connect(sandboxId: string, opts: ConnectionOptions & { signal?: AbortSignal } = {}): Promise<Sandbox> {
+    const http = new HttpClient(resolveConfig(opts));
+    const raw = await http.json({ method: "GET", path: `/v1/sandboxes/${seg(sandboxId)}`, signal: opts.signal });
+    return new Sandbox(http, parseSandboxInfo(raw));
+  }
+
+  /** The team's sandboxes, oldest first (stopped ones stay listed for a while). */
+  static async list(opts: SandboxListOptions = {}): Promise<SandboxInfo[]> {
+    const http = new HttpClient(resolveConfig(opts));
+    const query: Array<[string, string]> = [];
+    if (opts.status !== undefined) query.push(["status", opts.status]);
+    for (const [k, v] of Object.entries(opts.metadata ?? {})) query.push([`metadata.${k}`, v]);
+    const raw = await http.json({ method: "GET", path: "/v1/sandboxes", query, signal: opts.signal });
+    const list = isObject(raw) && Array.isArray(raw.sandboxes) ? raw.sandboxes : [];
+    return list.map(parseSandboxInfo);
+  }
+
+  /** Fetches the sandbox's current state (and updates `info`). */
+  async getInfo(): Promise<SandboxInfo> {
+    const raw = await this.http.json({ method: "GET", path: `/v1/sandboxes/${seg(this.id)}` });
+    this.info = parseSandboxInfo(raw);
+    return this.info;
+  }
+
+  /** True when the API reports the sandbox as running (false once it is gone). */
+  async isRunning(): Promise<boolean> {
+    try {
+      return (await this.getInfo()).status === "running";
+    } catch (e) {
+      if (e instanceof NotFoundError) return false;
+      throw e;
+    }
+  }
+
+  /** Makes the sandbox expire `seconds` from now (1 to the daemon's max, 86400 by default). */
+  async setTtl(seconds: number): Promise<SandboxInfo> {
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/ttl`,
+      json: { ttl_seconds: seconds },
+    });
+    this.info = parseSandboxInfo(raw);
+    return this.info;
+  }
+
+  /** Stops the sandbox and deletes it. Killing a sandbox that is already gone is not an error. */
+  async kill(): Promise<void> {
+    try {
+      await this.http.empty({ method: "DELETE", path: `/v1/sandboxes/${seg(this.id)}`, goneOnRetryOk: true });
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+  }
+
+  /** `await using sandbox = await Sandbox.create(...)` kills it at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.kill();
+  }
+
+  /**
+   * Runs `/bin/sh -c cmd` in the guest and resolves when it ends, with
+   * `{stdout, stderr, exit_code, duration_ms, ...}`. A non-zero exit code is a
+   * normal result unless `check` is true (then CommandFailed).
+   */
+  async exec(cmd: string, opts: ExecOptions = {}): Promise<ExecResult> {
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/exec`,
+      json: execBody(cmd, opts),
+      timeoutMs: runDeadlineMs(opts.timeoutSeconds, this.http.config.requestTimeoutMs),
+      signal: opts.signal,
+    });
+    const result = parseExecResult(raw);
+    if (opts.check && result.exit_code !== 0) throw new CommandFailed(result);
+    return result;
+  }
+
+  /**
+   * Runs `cmd` like `exec`, calling `onStdout` / `onStderr` with each chunk of
+   * output as it comes (Server-Sent Events), and resolves with the whole result
+   * (the output is also collected, up to the daemon's cap). Aborting the signal
+   * closes the stream, which makes the daemon kill the command.
+   */
+  async execStream(cmd: string, opts: ExecStreamOptions = {}): Promise<ExecResult> {
+    const res = await this.http.stream({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/exec_stream`,
+      json: execBody(cmd, opts),
+      accept: "text/event-stream",
+      idle: true,
+      timeoutMs: Math.max(this.http.config.requestTimeoutMs, STREAM_IDLE_MIN_MS),
+      signal: opts.signal,
+    });
+    const out: string[] = [];
+    const err: string[] = [];
+    for await (const ev of readSse(res.body)) {
+      const data = parseJsonEvent(ev.data);
+      switch (ev.event) {
+        case "started":
+          if (opts.onStart && typeof data.pid === "number") await opts.onStart(data.pid);
+          break;
+        case "stdout": {
+          const chunk = str(data.data, "");
+          out.push(chunk);
+          if (opts.onStdout) await opts.onStdout(chunk);
+          break;
+        }
+        case "stderr": {
+          const chunk = str(data.data, "");
+          err.push(chunk);
+          if (opts.onStderr) await opts.onStderr(chunk);
+          break;
+        }
+        case "exit": {
+          const result = parseExecResult(data, out.join(""), err.join(""));
+          if (opts.check && result.exit_code !== 0) throw new CommandFailed(result);
+          return result;
+        }
+        case "error": {
+          const e = isObject(data.error) ? data.error : {};
+          throw apiError(undefined, str(e.code, "stream_error"), str(e.message, "the exec stream failed"));
+        }
+        default:
+          break;
+      }
+    }
+    throw new ConnectionError("the exec stream ended before the command's exit", { code: "connection_failed" });
+  }
+
+  /**
+   * Runs `code` once in a fresh process: Python (the default) or a shell
+   * snippet (`"shell"`). Nothing persists between calls; for state, use a code
+   * context. Resolves to `{stdout, stderr, exit_code, duration_ms, ...}`.
+   */
+  runCode(code: string, language?: string, opts?: Omit<SandboxRunCodeOptions, "language">): Promise<ExecResult>;
+  runCode(code: string, opts: SandboxRunCodeOptions): Promise<ExecResult>;
+  async runCode(
+    code: string,
+    languageOrOpts?: string | SandboxRunCodeOptions,
+    maybeOpts: Omit<SandboxRunCodeOptions, "language"> = {},
+  ): Promise<ExecResult> {
+    const opts: SandboxRunCodeOptions =
+      typeof languageOrOpts === "object" && languageOrOpts !== null
+        ? languageOrOpts
+        : { ...maybeOpts, language: languageOrOpts ?? "python" };
+    const body: Record<string, unknown> = { code, language: opts.language ?? "python" };
+    if (opts.timeoutSeconds !== undefined) body.timeout_seconds = opts.timeoutSeconds;
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/run_code`,
+      json: body,
+      timeoutMs: runDeadlineMs(opts.timeoutSeconds, this.http.config.requestTimeoutMs),
+      signal: opts.signal,
+    });
+    return parseExecResult(raw);
+  }
+
+  /** Starts a persistent kernel in the sandbox (Python by default). Close it with `ctx.close()`. */
+  createCodeContext(opts: CodeContextOptions = {}): Promise<CodeContext> {
+    return createCodeContext(this.http, this.id, opts);
+  }
+
+  /** The sandbox's open code contexts, as handles (each can run code or be closed). */
+  listCodeContexts(): Promise<CodeContext[]> {
+    return listCodeContexts(this.http, this.id);
+  }
+}
