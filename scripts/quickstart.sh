@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 host: install what PandaStack needs, build
+# it, build the guest images and bake the templates (cached in
+# /var/cache/pandastack, so the second run takes seconds), start pandastackd,
+# create a sandbox from the code-interpreter template, run Python in it and
+# print the result.  The daemon keeps running afterwards.  Needs root (QEMU,
+# image building).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data=${PANDASTACK_DATA_DIR:-/var/lib/pandastack}
+listen=${PANDASTACK_LISTEN:-127.0.0.1:8080}
+
+bash scripts/install-deps.sh
+make -j"$(nproc)"
+make images
+make templates
+
+export PANDASTACK_API_URL="http://$listen"
+if ! curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" -H "Authorization: Bearer $(cat "$data/admin.key" 2>/dev/null)"; then
+  mkdir -p "$data"
+  echo "quickstart: starting pandastackd on $listen (data in $data, log in $data/pandastackd.log)"
+  setsid build/pandastackd --listen "$listen" --data-dir "$data" >>"$data/pandastackd.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 100); do
+    [ -s "$data/admin.key" ] && curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" \
+      -H "Authorization: Bearer $(cat "$data/admin.key")" && break
+    sleep 0.2
+  done
+fi
+export PANDASTACK_API_KEY=$(cat "$data/admin.key")
+
+id=$(build/pandastack sandbox create --template code-interpreter --ttl 600)
+echo "quickstart: created $id"
+echo "quickstart: python -c 'print(2 ** 10)' in the sandbox prints:"
+build/pandastack sandbox exec "$id" -- "python -c 'print(2 ** 10)'"
+build/pandastack sandbox delete "$id"
+cat <<MSG
+quickstart: done.  pandastackd is running on $PANDASTACK_API_URL.  To use it:
+  export PANDASTACK_API_URL=$PANDASTACK_API_URL
+  export PANDASTACK_API_KEY=\$(sudo cat $data/admin.key)
+  build/pandastack sandbox create --template code-interpreter --ttl 600
+MSG

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it, on a fresh Debian 12 host: install what
+# is needed, build (warnings are errors), unit tests plain and under ASan+UBSan,
+# a short run of every fuzz target, guest images and templates (cached in
+# $PANDASTACK_CACHE, default /var/cache/pandastack, rebuilt only when their
+# recipe changes), the smoke run, the engine's tests on real guests, the
+# daemon/CLI/SDK tests, and every example of the product documents against a
+# live daemon.  Needs root (QEMU, image building).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PANDASTACK_CACHE=${PANDASTACK_CACHE:-/var/cache/pandastack}
+t0=$(date +%s)
+step() { printf '\n=== %s  (+%ss)\n' "$*" "$(( $(date +%s) - t0 ))"; }
+
+step "dependencies";        bash scripts/install-deps.sh
+step "build";               make -j"$(nproc)" all
+step "unit tests";          make unit
+step "unit tests, ASan+UBSan"; make check-asan
+step "fuzz targets";        make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+step "guest images";        make images
+step "templates";           make templates
+step "smoke";               make smoke
+step "engine on real guests"; make test-engine
+step "daemon, CLI, images (pytest)"; make test-integration
+step "SDKs";                make test-sdk
+step "documents' examples"; scripts/conformance.sh --start-daemon
+step "all tests passed"
