@@ -156,6 +156,13 @@ test-integration: $(BUILD)/pandastackd
 bench-api: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py
 
+# Code contexts through the daemon (bench/contexts.py): 1+1 in a warm context
+# (median of 200), first/second context create, create-sandbox-to-first-1+1,
+# and exec of python3 -c as the peer.
+.PHONY: bench-contexts
+bench-contexts: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/contexts.py
+
 # --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
 # local fake servers (docs/sdk-typescript.md) ----------------------------------
 .PHONY: test-sdk-ts test-sdk

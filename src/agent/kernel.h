@@ -90,6 +90,9 @@ struct kernel_opts {
 	int64_t start_timeout_ms;    /* 0: default */
 	int64_t interrupt_grace_ms;  /* 0: default */
 	int use_pool;                /* take the warm spare if compatible */
+	const char *warm_code;       /* kernel_pool_start only: Python run in
+	                                every spare after the built-in warm-up
+	                                (the template's warm step); may be NULL */
 };
 
 struct kernel_ctx;
@@ -172,8 +175,9 @@ enum kernel_pool_state {
 };
 
 /*
- * kernel_pool_start - remember o (run_dir, python, kind) for spares and
- * start one now if there is none; its warm-up runs in the background.
+ * kernel_pool_start - remember o (run_dir, python, kind, env, warm_code)
+ * for spares and start one now if there is none; its warm-up runs in the
+ * background.
  * For the template bake: poll kernel_pool_fd, then read kernel_pool_state
  * until READY.  0 or -errno.
  */

@@ -28,6 +28,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "agent/jupyter_conn.h"
 #include "agent/jupyter_map.h"
 #include "agent/kernel_int.h"
@@ -644,6 +646,10 @@ void *kernel__thread_main(void *arg)
 		on_timers(c, now);
 	}
 	teardown(c);
+	/* Free this thread's OpenSSL state (HMAC) now: once kernel__ctx_finish
+	 * lets kernel_wait_all return the process may exit before a detached
+	 * thread's TLS destructors run. */
+	OPENSSL_thread_stop();
 	kernel__ctx_finish(c);
 	return NULL;
 }

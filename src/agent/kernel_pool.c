@@ -3,11 +3,12 @@
  *
  * The bake starts it (kernel_pool_start) and waits for READY, so the
  * template's snapshot holds a kernel with pandas, numpy and pyplot already
- * imported.  kernel_ctx_create takes it (kernel__pool_take) and the pool
- * at once starts the next spare, at niceness SPARE_NICE so its warm-up does
- * not slow the user's kernel on a one-vCPU guest (the taken kernel goes
- * back to niceness 0).  A spare is an ordinary context with "pooled" set:
- * it drops its events, and it tells the pool when it is ready or failed.
+ * imported (and the template's warm code run).  kernel_ctx_create takes it
+ * (kernel__pool_take) and the pool at once starts the next spare, at
+ * niceness SPARE_NICE so its warm-up does not slow the user's kernel on a
+ * one-vCPU guest (the taken kernel goes back to niceness 0).  A spare is
+ * an ordinary context with "pooled" set: it drops its events, and it tells
+ * the pool when it is ready or failed.
  *
  * Threads: the agent's thread calls the public functions; spares' threads
  * call kernel__pool_notify.
@@ -58,16 +59,38 @@ static void saved_clear(void)
 {
 	free((char *)saved.python);
 	free((char *)saved.run_dir);
+	free((char *)saved.warm_code);
+	for (size_t i = 0; saved.env && saved.env[i]; i++)
+		free((char *)saved.env[i]);
+	free((char **)saved.env);
 	memset(&saved, 0, sizeof(saved));
 	free(spare_python);
 	spare_python = NULL;
+}
+
+/* Keep a copy of env (NULL-terminated "K=V", at most KERNEL_ENV_MAX_VARS
+ * are copied; kernel__cfg_build checks them).  pool_mu held. */
+static int saved_env_copy(const char *const *env)
+{
+	size_t n = 0;
+	while (env && env[n] && n < KERNEL_ENV_MAX_VARS)
+		n++;
+	if (!env)
+		return 0;
+	char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	saved.env = (const char *const *)v;
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] = strdup(env[i])))
+			return -ENOMEM;
+	return 0;
 }
 
 /* Start a spare from the saved options.  pool_mu held. */
 static int start_spare_locked(void)
 {
 	struct kernel_opts o = saved;
-	o.env = NULL;
 	o.cwd = NULL;
 	o.use_pool = 0;
 	struct kernel_cfg cfg;
@@ -78,6 +101,14 @@ static int start_spare_locked(void)
 	free(spare_python);
 	spare_python = strdup(cfg.python);
 	char *code = kernel__code_warmup();
+	if (code && saved.warm_code) {
+		/* the template's own warm code runs after the built-in one */
+		char *both = NULL;
+		if (asprintf(&both, "%s\n%s\n", code, saved.warm_code) < 0)
+			both = NULL;
+		free(code);
+		code = both;
+	}
 	struct kernel_job *warm = code ? kernel__job_new(JOB_SETUP, "warm-up", code, strlen(code), 0)
 				       : NULL;
 	free(code);
@@ -105,7 +136,9 @@ int kernel_pool_start(const struct kernel_opts *o)
 	saved.start_timeout_ms = o->start_timeout_ms;
 	saved.interrupt_grace_ms = o->interrupt_grace_ms;
 	if ((o->python && !(saved.python = strdup(o->python))) ||
-	    (o->run_dir && !(saved.run_dir = strdup(o->run_dir))))
+	    (o->run_dir && !(saved.run_dir = strdup(o->run_dir))) ||
+	    (o->warm_code && !(saved.warm_code = strdup(o->warm_code))) ||
+	    saved_env_copy(o->env) < 0)
 		r = -ENOMEM;
 	enabled = r == 0;
 	if (r == 0 && !spare)

@@ -147,10 +147,26 @@ static void child(const struct kernel_spawn *s, const int fd[4], int errfd, pid_
 	_exit(127);
 }
 
+/* The system's OOM kill count (/proc/vmstat oom_kill), or -1. */
+static int64_t oom_kill_count(void)
+{
+	char *txt = NULL;
+	size_t len = 0;
+	if (util_read_file("/proc/vmstat", 64 * 1024, &txt, &len) < 0)
+		return -1;
+	int64_t v = -1;
+	const char *k = strstr(txt, "\noom_kill ");
+	if (k)
+		v = strtoll(k + 10, NULL, 10);
+	free(txt);
+	return v;
+}
+
 int kernel_proc_spawn(const struct kernel_spawn *s, struct kernel_proc *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->pidfd = -1;
+	p->oom_kills = oom_kill_count();
 	int fd[4] = { -1, -1, -1, -1 }, pipefd[2] = { -1, -1 }, r = 0, devnull = -1;
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int i = 0; i < 4 && r == 0; i++) {
@@ -317,6 +333,11 @@ void kernel_proc_describe(const struct kernel_proc *p, char *out, size_t n)
 	} else if (WIFSIGNALED(p->status)) {
 		int sig = WTERMSIG(p->status);
 		const char *abbr = sigabbrev_np(sig);
+		int64_t oom = sig == SIGKILL && p->oom_kills >= 0 ? oom_kill_count() : -1;
+		if (oom > p->oom_kills) {
+			snprintf(out, n, "kernel killed by the out-of-memory killer (signal %d)", sig);
+			return;
+		}
 		snprintf(out, n, "kernel killed by signal %d (SIG%s%s)", sig, abbr ? abbr : "?",
 			 sig == SIGKILL ? ", possibly out of memory" : "");
 	} else {

@@ -42,6 +42,7 @@ struct kernel_proc {
 	int exited;            /* the exit was seen */
 	int status_known;      /* status below is valid */
 	int status;            /* wait(2) status */
+	int64_t oom_kills;     /* the system's OOM kills at the start (-1: unknown) */
 };
 
 /*
@@ -79,8 +80,10 @@ void kernel_proc_release(struct kernel_proc *p);
 
 /*
  * kernel_proc_describe - how it ended, in words, into out (n bytes):
- * "kernel exited with status 1", "kernel killed by signal 9 (SIGKILL,
- * possibly out of memory)", "kernel exited (status unknown)".
+ * "kernel exited with status 1", "kernel killed by the out-of-memory killer
+ * (signal 9)" (a SIGKILL while the system's OOM kill count grew, from
+ * /proc/vmstat), "kernel killed by signal 9 (SIGKILL, possibly out of
+ * memory)", "kernel exited (status unknown)".
  */
 void kernel_proc_describe(const struct kernel_proc *p, char *out, size_t n);
 

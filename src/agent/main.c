@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
+#include "agent/contexts.h"
 #include "agent/init.h"
 #include "agent/kernel.h"
 #include "agent/loop.h"
@@ -35,6 +36,8 @@
 #include "common/util.h"
 
 #define AGENT_PORT_NAME "org.pandastack.agent"
+/* At exit (test modes), how long kernels get to stop, ms. */
+#define KERNELS_STOP_WAIT_MS 5000
 
 static int stop_requested;
 
@@ -205,6 +208,8 @@ int main(int argc, char **argv)
 	else
 		for (;;) /* PID 1 never returns */
 			serve(&env, SESSION_PORT_NAMED, AGENT_PORT_NAME), sleep(1);
+	/* code contexts: shut their kernels down (their groups are killed) */
+	contexts_shutdown(KERNELS_STOP_WAIT_MS);
 	if (sfd >= 0) {
 		loop_watch_del(env.loop, &stopw);
 		close(sfd);

@@ -435,10 +435,8 @@ static const struct op_ops exec_ops = {
 
 /* --- spawning ---------------------------------------------------------------- */
 
-/* The base environment with req's variables added (replacing same names).
- * Returns a NULL-terminated array of borrowed strings (free the array
- * only), or NULL. */
-static char **build_env(const struct agent_req *req)
+/* The base environment with req's variables added (see stream.h). */
+char **agent_env_build(const struct agent_req *req)
 {
 	char **envp = calloc(NBASE + req->nenv + 1, sizeof(char *));
 	if (!envp)
@@ -543,7 +541,7 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	s->ops = &exec_ops;
 
 	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, perr[2] = {-1, -1};
-	char **envp = build_env(req);
+	char **envp = agent_env_build(req);
 	int r = envp ? 0 : -ENOMEM;
 	if (!r)
 		r = make_pipe(po, 0);

@@ -62,6 +62,29 @@ static const struct field mkdir_fields[] = {
 	{"path", T_PATH, F_REQ}, {"parents", T_BOOL, 0}, {"mode", T_UINT, 0}, {NULL, 0, 0},
 };
 
+static const struct field ctx_create_fields[] = {
+	{"id", T_STRING, F_REQ},    {"language", T_STRING, 0},     {"cwd", T_PATH, 0},
+	{"env", T_OBJECT, 0},       {"idle_timeout_ms", T_UINT, 0}, {"output_cap", T_UINT, 0},
+	{NULL, 0, 0},
+};
+static const struct field ctx_run_fields[] = {
+	{"id", T_STRING, F_REQ},
+	{"code", T_STRING, F_REQ},
+	{"timeout_ms", T_UINT, 0},
+	{NULL, 0, 0},
+};
+static const struct field ctx_id_fields[] = {
+	{"id", T_STRING, F_REQ},
+	{NULL, 0, 0},
+};
+static const struct field no_fields[] = {
+	{NULL, 0, 0},
+};
+static const struct field ctx_pool_fields[] = {
+	{"code", T_STRING, 0},
+	{NULL, 0, 0},
+};
+
 static const struct op_spec ops[] = {
 	{"restore", AGENT_OP_RESTORE, restore_fields},
 	{"exec", AGENT_OP_EXEC, exec_fields},
@@ -71,6 +94,13 @@ static const struct op_spec ops[] = {
 	{"list", AGENT_OP_LIST, path_fields},
 	{"remove", AGENT_OP_REMOVE, remove_fields},
 	{"mkdir", AGENT_OP_MKDIR, mkdir_fields},
+	{"context_create", AGENT_OP_CONTEXT_CREATE, ctx_create_fields},
+	{"context_run", AGENT_OP_CONTEXT_RUN, ctx_run_fields},
+	{"context_delete", AGENT_OP_CONTEXT_DELETE, ctx_id_fields},
+	{"context_interrupt", AGENT_OP_CONTEXT_INTERRUPT, ctx_id_fields},
+	{"context_restart", AGENT_OP_CONTEXT_RESTART, ctx_id_fields},
+	{"context_list", AGENT_OP_CONTEXT_LIST, no_fields},
+	{"context_pool", AGENT_OP_CONTEXT_POOL, ctx_pool_fields},
 };
 
 const char *agent_op_name(enum agent_op op)
@@ -207,6 +237,78 @@ static int parse_env(json_t *obj, struct agent_req *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* A context id: 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-]. */
+static int parse_ctx_id(json_t *v, struct agent_req *r, char *err, size_t errlen)
+{
+	size_t n = json_string_length(v);
+	const char *s = json_string_value(v);
+	if (n == 0 || n > AGENT_REQ_CTX_ID_MAX)
+		return fail(err, errlen, -EINVAL, "id: must be 1 to %u bytes", AGENT_REQ_CTX_ID_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-'))
+			return fail(err, errlen, -EINVAL, "id: only [A-Za-z0-9_-] allowed");
+	}
+	return (r->ctx_id = dup_string(v)) ? 0 : -ENOMEM;
+}
+
+/* Code of a run or a warm-up: at most max bytes, no NUL. */
+static int parse_code(json_t *v, size_t max, struct agent_req *r, char *err, size_t errlen)
+{
+	size_t n = json_string_length(v);
+	if (n > max)
+		return fail(err, errlen, -E2BIG, "code: longer than %zu bytes", max);
+	if (memchr(json_string_value(v), '\0', n))
+		return fail(err, errlen, -EINVAL, "code: contains NUL");
+	if (!(r->code = dup_string(v)))
+		return -ENOMEM;
+	r->code_len = n;
+	return 0;
+}
+
+/* Optional unsigned field v (may be NULL) at most max into *out. */
+static int parse_uint_max(json_t *v, const char *name, uint64_t max, uint64_t *out, char *err,
+			  size_t errlen)
+{
+	if (!v)
+		return 0;
+	if ((uint64_t)json_integer_value(v) > max)
+		return fail(err, errlen, -EINVAL, "%s: above %llu", name, (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* The context ops' fields. */
+static int fill_context(const struct op_spec *sp, json_t *root, struct agent_req *r, char *err,
+			size_t errlen)
+{
+	json_t *v;
+	int e;
+	if ((v = get(root, "id")) && (e = parse_ctx_id(v, r, err, errlen)) < 0)
+		return e;
+	if ((v = get(root, "code")) &&
+	    (e = parse_code(v,
+			    sp->op == AGENT_OP_CONTEXT_POOL ? AGENT_REQ_WARM_CODE_MAX
+							    : AGENT_REQ_CODE_MAX,
+			    r, err, errlen)) < 0)
+		return e;
+	if ((v = get(root, "language")) && strcmp(json_string_value(v), "python") != 0)
+		return fail(err, errlen, -EINVAL, "language: only \"python\" is supported");
+	if ((v = get(root, "cwd")) && !(r->cwd = dup_string(v)))
+		return -ENOMEM;
+	if ((v = get(root, "env")) && (e = parse_env(v, r, err, errlen)) < 0)
+		return e;
+	if ((e = parse_uint_max(get(root, "timeout_ms"), "timeout_ms", AGENT_REQ_TIMEOUT_MAX_MS,
+				&r->timeout_ms, err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "idle_timeout_ms"), "idle_timeout_ms",
+				AGENT_REQ_IDLE_MAX_MS, &r->idle_timeout_ms, err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "output_cap"), "output_cap", AGENT_REQ_OUTPUT_CAP_MAX,
+				&r->output_cap, err, errlen)) < 0)
+		return e;
+	return 0;
+}
+
 /* Fill r from the checked object root for op spec sp. */
 static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, char *err,
 		size_t errlen)
@@ -272,6 +374,14 @@ static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, cha
 	case AGENT_OP_REMOVE:
 		r->recursive = (v = get(root, "recursive")) ? json_is_true(v) : 0;
 		return 0;
+	case AGENT_OP_CONTEXT_CREATE:
+	case AGENT_OP_CONTEXT_RUN:
+	case AGENT_OP_CONTEXT_DELETE:
+	case AGENT_OP_CONTEXT_INTERRUPT:
+	case AGENT_OP_CONTEXT_RESTART:
+	case AGENT_OP_CONTEXT_LIST:
+	case AGENT_OP_CONTEXT_POOL:
+		return fill_context(sp, root, r, err, errlen);
 	default:
 		return 0;
 	}
@@ -346,6 +456,8 @@ void agent_req_free(struct agent_req *r)
 	free(r->path);
 	free(r->cmd);
 	free(r->cwd);
+	free(r->ctx_id);
+	free(r->code);
 	if (r->env)
 		for (size_t i = 0; i < r->nenv; i++)
 			free(r->env[i]);

@@ -25,6 +25,14 @@ enum agent_op {
 	AGENT_OP_LIST,
 	AGENT_OP_REMOVE,
 	AGENT_OP_MKDIR,
+	AGENT_OP_CONTEXT_CREATE,
+	AGENT_OP_CONTEXT_RUN,
+	AGENT_OP_CONTEXT_DELETE,
+	AGENT_OP_CONTEXT_INTERRUPT,
+	AGENT_OP_CONTEXT_RESTART,
+	AGENT_OP_CONTEXT_LIST,
+	AGENT_OP_CONTEXT_POOL,
+	AGENT_OP_LAST = AGENT_OP_CONTEXT_POOL,
 };
 
 /* Longest exec command, bytes without the NUL: one argv string of
@@ -42,6 +50,12 @@ enum agent_op {
 #define AGENT_REQ_OUTPUT_CAP_MAX (1ull << 40)
 /* Entropy bytes carried by restore. */
 #define AGENT_REQ_ENTROPY_BYTES 64u
+/* Code contexts: id length (bytes of [A-Za-z0-9_-]), code of one run,
+ * warm-up code of the pool, bytes; largest idle timeout, ms (7 days). */
+#define AGENT_REQ_CTX_ID_MAX 64u
+#define AGENT_REQ_CODE_MAX (4u * 1024u * 1024u)
+#define AGENT_REQ_WARM_CODE_MAX (64u * 1024u)
+#define AGENT_REQ_IDLE_MAX_MS AGENT_REQ_TIMEOUT_MAX_MS
 
 /* A validated request.  Strings and env are owned (free with
  * agent_req_free); fields not used by the op are zero / NULL. */
@@ -64,6 +78,11 @@ struct agent_req {
 	/* restore */
 	uint64_t wall_clock_ns; /* CLOCK_REALTIME to set, ns since the epoch */
 	uint8_t entropy[AGENT_REQ_ENTROPY_BYTES];
+	/* context_* (cwd, env, timeout_ms and output_cap above apply too) */
+	char *ctx_id;           /* 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-] */
+	char *code;             /* context_run, context_pool (warm-up); NUL-free */
+	size_t code_len;        /* bytes of code without the NUL */
+	uint64_t idle_timeout_ms; /* context_create: reap after this idle; 0 default */
 };
 
 /*

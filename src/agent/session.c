@@ -176,7 +176,7 @@ static json_t *agent_info(struct session *S)
 				    json_string_lossy(u.nodename, strlen(u.nodename)));
 	}
 	json_t *ops = json_array();
-	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_MKDIR; op++)
+	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_LAST; op++)
 		json_array_append_new(ops, json_string(agent_op_name((enum agent_op)op)));
 	json_object_set_new(o, "ops", ops);
 	return o;
@@ -264,8 +264,14 @@ static void open_stream(struct session *S, const struct proto_frame *f)
 	case AGENT_OP_FILE_READ:
 		r = op_file_read_start(s, &req);
 		break;
-	default:
+	case AGENT_OP_STAT:
+	case AGENT_OP_LIST:
+	case AGENT_OP_REMOVE:
+	case AGENT_OP_MKDIR:
 		r = op_fs_start(s, &req);
+		break;
+	default:
+		r = op_context_start(s, &req);
 		break;
 	}
 	if (r < 0)

@@ -122,6 +122,15 @@ const char *agent_errname(int err);
  */
 json_t *json_string_lossy(const char *s, size_t n);
 
+/*
+ * agent_env_build - the environment of what the agent starts for the user
+ * (exec commands, code-context kernels): the base (PATH, HOME=/root,
+ * LANG=C.UTF-8) with req->env added, same names replaced.  Returns a
+ * NULL-terminated array of strings borrowed from req and static storage
+ * (free the array only), or NULL (ENOMEM).
+ */
+char **agent_env_build(const struct agent_req *req);
+
 /* Operation entry points: each either starts the work (setting s->ops and
  * s->op) or ends the stream at once.  It may take strings out of req (set
  * the field to NULL); the session frees what is left with agent_req_free.
@@ -131,5 +140,6 @@ int op_exec_start(struct astream *s, struct agent_req *req);
 int op_file_write_start(struct astream *s, struct agent_req *req);
 int op_file_read_start(struct astream *s, struct agent_req *req);
 int op_fs_start(struct astream *s, struct agent_req *req); /* stat list remove mkdir */
+int op_context_start(struct astream *s, struct agent_req *req); /* context_* */
 
 #endif

@@ -22,6 +22,7 @@
 /* JSON body caps per route, bytes. */
 #define API_BODY_SMALL (64u * 1024)
 #define API_BODY_EXEC (2u * 1024 * 1024)
+#define API_BODY_CODE (8u * 1024 * 1024) /* 1 MiB of code, JSON-escaped */
 
 /* Bound on one file/metadata agent operation (stat, list, ...), ms. */
 #define API_AGENT_CALL_MS 30000
@@ -61,6 +62,24 @@ void api_exec(struct http_req *r);
 /* POST /v1/sandboxes/{id}/exec_stream: run, relay output as SSE
  * (api_exec_stream.c). */
 void api_exec_stream(struct http_req *r);
+
+/* POST /v1/sandboxes/{id}/run_code: a one-shot python or shell snippet in
+ * a fresh process (api_run_code.c). */
+void api_run_code(struct http_req *r);
+
+/* POST /v1/sandboxes/{id}/contexts: start a code context, 201
+ * (api_contexts.c). */
+void api_contexts_create(struct http_req *r);
+/* GET /v1/sandboxes/{id}/contexts: the sandbox's contexts. */
+void api_contexts_list(struct http_req *r);
+/* DELETE /v1/sandboxes/{id}/contexts/{ctx}: shut the kernel down, 204. */
+void api_contexts_delete(struct http_req *r);
+/* POST .../contexts/{ctx}/run_code: run a cell, answer its Execution
+ * (api_context_run.c). */
+void api_context_run(struct http_req *r);
+/* POST .../contexts/{ctx}/run_code_stream: the same cell, its events as
+ * SSE (api_context_run.c). */
+void api_context_run_stream(struct http_req *r);
 
 /* GET /v1/sandboxes/{id}/fs: stream a file out (api_fs_transfer.c). */
 void api_fs_download(struct http_req *r);
@@ -153,6 +172,32 @@ struct exec_stdin;
 int api_exec_stdin_start(struct agent_stream *st, const char *data, size_t len,
 			 struct exec_stdin **out);
 int api_exec_stdin_finish(struct exec_stdin *f);
+
+/*
+ * api_exec_run - run the exec b (borrowed) on sb with timeout_ms (0: none)
+ * and answer the request with its result {stdout, stderr, exit_code,
+ * duration_ms, ...} or an error; the client leaving cancels it.  Used by
+ * POST .../exec and the one-shot POST .../run_code.  The caller keeps its
+ * reference on sb.
+ */
+void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
+		  int64_t timeout_ms);
+
+/* Code context ids: "ctx_" + API_CTX_ID_HEX lowercase hex digits. */
+#define API_CTX_ID_HEX 20
+
+/* api_context_id_valid - 1 if s has the form of a context id.  Pure. */
+int api_context_id_valid(const char *s);
+
+/*
+ * api_context_missing - 1 if the agent's END or ERROR object says the
+ * context is not there (ENOENT) or went away during the call (deleted:
+ * ECANCELED, reaped: ETIMEDOUT, agent stopping: ESHUTDOWN), else 0.  Pure.
+ * api_context_reply_missing - the same check; when it holds, answer 404
+ * context_not_found (naming r->params[1]) and return 1.
+ */
+int api_context_missing(json_t *end);
+int api_context_reply_missing(struct http_req *r, json_t *end);
 
 /* api_exec_timeout_ms - the timeout an exec body asks for, or the daemon's
  * default (0: none). */

@@ -149,19 +149,25 @@ void api_exec(struct http_req *r)
 		exec_body_clear(&b);
 		return;
 	}
+	api_exec_run(r, sb, &b, api_exec_timeout_ms(r, &b));
+	exec_body_clear(&b);
+	sbx_release(sb);
+}
+
+void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
+		  int64_t timeout_ms)
+{
 	int64_t t0 = util_now_ms();
-	int64_t timeout_ms = api_exec_timeout_ms(r, &b);
 	uint64_t cap = r->d->cfg.exec_output_cap;
 	struct capbuf out = {.limit = cap + MARKER_ROOM}, err = {.limit = cap + MARKER_ROOM};
 	json_t *end = NULL;
 	struct agent_stream *st = NULL;
-	json_t *req = api_exec_request(sb, &b, timeout_ms, cap);
+	json_t *req = api_exec_request(sb, b, timeout_ms, cap);
 	struct exec_stdin *feed = NULL;
 	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
 	json_decref(req);
 	if (!e)
-		e = api_exec_stdin_start(st, b.stdin_data, b.stdin_len, &feed);
-	exec_body_clear(&b);
+		e = api_exec_stdin_start(st, b->stdin_data, b->stdin_len, &feed);
 	while (!e && !end) {
 		struct agent_msg m = {0};
 		int rr = agent_stream_read(st, &m, POLL_MS);
@@ -208,5 +214,4 @@ void api_exec(struct http_req *r)
 	json_decref(end);
 	free(out.p);
 	free(err.p);
-	sbx_release(sb);
 }

@@ -31,6 +31,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
+#include "daemon/sse.h"
 #include "daemon/utf8.h"
 
 #define POLL_MS 250
@@ -43,57 +44,12 @@ struct sse {
 	struct agent_stream *st;
 	struct exec_stdin *feed;  /* stdin writer, NULL when no stdin */
 	struct MHD_Connection *conn;
-	char *pend;               /* formatted events not yet handed to MHD */
-	size_t pend_len, pend_off, pend_alloc;
+	struct sse_buf out;       /* formatted events not yet handed to MHD */
 	uint8_t carry[3][4];      /* per channel: a cut UTF-8 sequence */
 	size_t carry_len[3];
 	int done;
 	int64_t t0, last_send_ms, timeout_ms;
 };
-
-static int pend_add(struct sse *s, const char *d, size_t n)
-{
-	if (s->pend_len + n > s->pend_alloc) {
-		size_t na = s->pend_alloc ? s->pend_alloc : 4096;
-		while (na < s->pend_len + n)
-			na *= 2;
-		char *np = realloc(s->pend, na);
-		if (!np)
-			return -ENOMEM;
-		s->pend = np;
-		s->pend_alloc = na;
-	}
-	memcpy(s->pend + s->pend_len, d, n);
-	s->pend_len += n;
-	return 0;
-}
-
-/* Append "event: NAME\ndata: JSON\n\n" (data is stolen). */
-static int add_event(struct sse *s, const char *name, json_t *data)
-{
-	char *j = data ? json_dumps(data, JSON_COMPACT) : NULL;
-	json_decref(data);
-	if (!j)
-		return -ENOMEM;
-	int e = pend_add(s, "event: ", 7);
-	if (!e)
-		e = pend_add(s, name, strlen(name));
-	if (!e)
-		e = pend_add(s, "\ndata: ", 7);
-	if (!e)
-		e = pend_add(s, j, strlen(j));
-	if (!e)
-		e = pend_add(s, "\n\n", 2);
-	free(j);
-	return e;
-}
-
-static int add_error(struct sse *s, const char *code, const char *msg)
-{
-	json_t *err = json_pack("{s:s, s:o}", "code", code, "message",
-				json_string_lossy(msg, strlen(msg)));
-	return add_event(s, "error", err ? json_pack("{s:o}", "error", err) : NULL);
-}
 
 /* An output chunk on channel ch (1 or 2), with the channel's held-back
  * bytes in front; a new cut sequence at the end is held back in turn. */
@@ -112,7 +68,7 @@ static int add_output(struct sse *s, int ch, const uint8_t *d, size_t n, int fin
 	s->carry_len[ch] = keep;
 	int e = 0;
 	if (total - keep > 0)
-		e = add_event(s, ch == 1 ? "stdout" : "stderr",
+		e = sse_event(&s->out, ch == 1 ? "stdout" : "stderr",
 			      json_pack("{s:o}", "data", json_string_lossy(buf, total - keep)));
 	free(buf);
 	return e;
@@ -128,11 +84,11 @@ static void finish(struct sse *s, json_t *end)
 	const char *code;
 	char msg[400];
 	if (api_agent_error_map(end, &status, &code, msg, sizeof(msg))) {
-		add_error(s, code, msg);
+		sse_error(&s->out, code, msg);
 	} else {
 		int64_t ms = util_now_ms() - s->t0;
 		metrics_exec(ms);
-		add_event(s, "exit", api_exit_json(end, ms));
+		sse_event(&s->out, "exit", api_exit_json(end, ms));
 	}
 	s->done = 1;
 }
@@ -148,18 +104,19 @@ static int pump(struct sse *s)
 		if (http_conn_gone(s->conn))
 			return -EPIPE;
 		if (s->timeout_ms && now - s->t0 > s->timeout_ms + END_GRACE_MS) {
-			add_error(s, "agent_timeout", "the guest agent did not end the command in time");
+			sse_error(&s->out, "agent_timeout",
+				  "the guest agent did not end the command in time");
 			s->done = 1;
 		} else if (now - s->last_send_ms >= KEEPALIVE_MS) {
-			pend_add(s, ": keepalive\n\n", 13);
+			sse_comment(&s->out, "keepalive");
 		}
 		return 0;
 	}
 	if (rr <= 0) {
 		if (sbx_ending(s->sb))
-			add_error(s, "sandbox_not_running", "the sandbox stopped during exec");
+			sse_error(&s->out, "sandbox_not_running", "the sandbox stopped during exec");
 		else
-			add_error(s, "agent_unavailable", "lost the guest agent during exec");
+			sse_error(&s->out, "agent_unavailable", "lost the guest agent during exec");
 		s->done = 1;
 		return 0;
 	}
@@ -169,7 +126,7 @@ static int pump(struct sse *s)
 		json_t *pid = json_object_get(m.json, "pid");
 		const char *ev = json_string_value(json_object_get(m.json, "event"));
 		if (ev && !strcmp(ev, "started") && json_is_integer(pid))
-			add_event(s, "started",
+			sse_event(&s->out, "started",
 				  json_pack("{s:I}", "pid", (json_int_t)json_integer_value(pid)));
 	} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
 		finish(s, m.json);
@@ -183,16 +140,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct sse *s = cls;
 	(void)pos;
 	for (;;) {
-		if (s->pend_off < s->pend_len) {
-			size_t n = s->pend_len - s->pend_off;
-			if (n > max)
-				n = max;
-			memcpy(buf, s->pend + s->pend_off, n);
-			s->pend_off += n;
-			if (s->pend_off == s->pend_len)
-				s->pend_off = s->pend_len = 0;
+		if (sse_pending(&s->out)) {
 			s->last_send_ms = util_now_ms();
-			return (ssize_t)n;
+			return (ssize_t)sse_take(&s->out, buf, max);
 		}
 		if (s->done)
 			return MHD_CONTENT_READER_END_OF_STREAM;
@@ -204,7 +154,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 }
 
-static void sse_free(void *cls)
+static void stream_free(void *cls)
 {
 	struct sse *s = cls;
 	if (s->feed) {
@@ -213,7 +163,7 @@ static void sse_free(void *cls)
 	}
 	agent_stream_close(s->st); /* cancels the command if it still runs */
 	sbx_release(s->sb);
-	free(s->pend);
+	sse_free(&s->out);
 	free(s);
 }
 
@@ -251,9 +201,9 @@ void api_exec_stream(struct http_req *r)
 	s->t0 = s->last_send_ms = util_now_ms();
 	s->timeout_ms = timeout_ms;
 	struct MHD_Response *resp =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, s, sse_free);
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, s, stream_free);
 	if (!resp) {
-		sse_free(s);
+		stream_free(s);
 		r->abort = 1;
 		return;
 	}

@@ -51,6 +51,9 @@ static const struct opt opts[] = {
 	 1ull << 40, "largest file upload, bytes (4294967296)"},
 	{"--retention", "PANDASTACK_RETENTION", OPT_U64, F(retention_s), 0, 365u * 86400u,
 	 "seconds stopped and failed sandboxes stay listed (3600)"},
+	{"--context-idle-timeout", "PANDASTACK_CONTEXT_IDLE_TIMEOUT", OPT_U64,
+	 F(context_idle_timeout_s), 1, 7u * 86400u,
+	 "seconds a code context may stay idle before the guest reaps it (1800)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--help", NULL, OPT_FLAG, F(help), 0, 0, "this text"},
@@ -155,6 +158,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->exec_output_cap = 4u * 1024 * 1024;
 	cfg->max_upload = 4ull << 30;
 	cfg->retention_s = 3600;
+	cfg->context_idle_timeout_s = 1800;
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;

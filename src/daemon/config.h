@@ -15,6 +15,7 @@
  *   --exec-output-cap BYTES      PANDASTACK_EXEC_OUTPUT_CAP       4194304 (per stream, /exec)
  *   --max-upload BYTES           PANDASTACK_MAX_UPLOAD            4294967296
  *   --retention S                PANDASTACK_RETENTION             3600 (ended rows kept)
+ *   --context-idle-timeout S     PANDASTACK_CONTEXT_IDLE_TIMEOUT  1800 (idle contexts reaped)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *
  * Port 0 asks the kernel for a free port; the chosen one is logged
@@ -44,6 +45,7 @@ struct daemon_cfg {
 	uint64_t exec_output_cap;      /* bytes per channel kept by POST .../exec */
 	uint64_t max_upload;           /* bytes per PUT .../fs */
 	int64_t retention_s;           /* stopped/error rows kept this long */
+	int64_t context_idle_timeout_s; /* idle code contexts reaped after this */
 	enum accel_kind accel;
 	int print_routes;
 	int help;

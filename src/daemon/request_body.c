@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/utf8.h"
@@ -26,8 +27,16 @@ static int fail(struct body_error *err, const char *code, const char *fmt, ...)
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
 	/* Field names echoed from the request are valid UTF-8 (jansson checked
-	 * them) but vsnprintf may have cut one mid-character. */
+	 * them) but vsnprintf may have cut one mid-character; jansson's own
+	 * error text may quote a raw byte of a bad body. */
 	size_t n = strlen(err->message);
+	char *clean = NULL;
+	size_t cl;
+	if (!utf8_valid(err->message, n) && utf8_sanitize(err->message, n, &clean, &cl) == 0) {
+		n = cl < sizeof(err->message) - 1 ? cl : sizeof(err->message) - 1;
+		memcpy(err->message, clean, n);
+		free(clean);
+	}
 	n -= utf8_incomplete_tail(err->message, n);
 	err->message[n] = '\0';
 	return -EINVAL;
@@ -258,6 +267,28 @@ static json_t *ref_or_empty(json_t *v)
 	return v ? json_incref(v) : json_object();
 }
 
+/* "timeout_seconds": a number of seconds, 0 (no limit) to the configured
+ * maximum, fractions allowed; *has 0 when absent. */
+static int get_timeout(json_t *root, const struct body_limits *lim, int *has, int64_t *ms,
+		       struct body_error *err)
+{
+	json_t *t = json_object_get(root, "timeout_seconds");
+	*has = 0;
+	*ms = 0;
+	if (!t)
+		return 0;
+	if (!json_is_number(t))
+		return fail(err, "invalid_field", "field 'timeout_seconds' must be a number");
+	double s = json_number_value(t);
+	if (!isfinite(s) || s < 0 || s > (double)lim->max_exec_timeout_seconds)
+		return fail(err, "invalid_field",
+			    "field 'timeout_seconds' must be between 0 (no limit) and %lld",
+			    (long long)lim->max_exec_timeout_seconds);
+	*has = 1;
+	*ms = (int64_t)ceil(s * 1000.0);
+	return 0;
+}
+
 int body_parse_create_sandbox(const char *buf, size_t len, const struct body_limits *lim,
 			      struct create_sandbox_body *out, struct body_error *err)
 {
@@ -341,22 +372,8 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		fail(err, "invalid_field", "field 'cmd' must not be empty");
 		goto bad;
 	}
-	json_t *t = json_object_get(root, "timeout_seconds");
-	if (t) {
-		if (!json_is_number(t)) {
-			fail(err, "invalid_field", "field 'timeout_seconds' must be a number");
-			goto bad;
-		}
-		double s = json_number_value(t);
-		if (!isfinite(s) || s < 0 || s > (double)lim->max_exec_timeout_seconds) {
-			fail(err, "invalid_field",
-			     "field 'timeout_seconds' must be between 0 (no limit) and %lld",
-			     (long long)lim->max_exec_timeout_seconds);
-			goto bad;
-		}
-		out->has_timeout = 1;
-		out->timeout_ms = (int64_t)ceil(s * 1000.0);
-	}
+	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)
+		goto bad;
 	if (get_env(root, &env, err) < 0)
 		goto bad;
 	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
@@ -503,4 +520,93 @@ int body_parse_bool_query(const char *name, const char *value, int dflt, int *ou
 		return 0;
 	}
 	return fail(err, "invalid_query", "query parameter '%.32s' must be true or false", name);
+}
+
+int body_parse_context(const char *buf, size_t len, struct context_body *out,
+		       struct body_error *err)
+{
+	static const char *const fields[] = {"language", "cwd", "env", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	const char *lang;
+	json_t *env;
+	if (check_unknown(root, fields, err) < 0 ||
+	    get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0)
+		goto bad;
+	if (lang && strcmp(lang, "python") != 0) {
+		fail(err, "invalid_field", "field 'language' must be \"python\"");
+		goto bad;
+	}
+	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
+		goto bad;
+	if (out->cwd && body_check_path(out->cwd, err) < 0) {
+		err->code = "invalid_field";
+		snprintf(err->message, sizeof(err->message),
+			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
+		goto bad;
+	}
+	if (get_env(root, &env, err) < 0)
+		goto bad;
+	out->env = ref_or_empty(env);
+	out->root = root;
+	if (!out->env) {
+		fail(err, "invalid_json", "out of memory");
+		context_body_clear(out);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void context_body_clear(struct context_body *b)
+{
+	json_decref(b->env);
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, int one_shot,
+		    struct code_body *out, struct body_error *err)
+{
+	static const char *const ctx_fields[] = {"code", "timeout_seconds", NULL};
+	static const char *const shot_fields[] = {"code", "language", "timeout_seconds", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	const char *lang = NULL;
+	if (check_unknown(root, one_shot ? shot_fields : ctx_fields, err) < 0 ||
+	    (one_shot && get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0))
+		goto bad;
+	if (lang && strcmp(lang, "python") != 0 && strcmp(lang, "shell") != 0) {
+		fail(err, "invalid_field", "field 'language' must be \"python\" or \"shell\"");
+		goto bad;
+	}
+	out->shell = lang && !strcmp(lang, "shell");
+	size_t max = out->shell ? BODY_CMD_MAX : BODY_CODE_MAX;
+	if (get_string(root, "code", max, 1, &out->code, &out->code_len, err) < 0)
+		goto bad;
+	if (out->shell && out->code_len == 0) {
+		fail(err, "invalid_field", "field 'code' must not be empty");
+		goto bad;
+	}
+	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)
+		goto bad;
+	out->root = root;
+	return 0;
+bad:
+	json_decref(root);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void code_body_clear(struct code_body *b)
+{
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
 }

@@ -32,6 +32,7 @@
 #define BODY_NAME_MAX 64           /* key names, teams, template names */
 #define BODY_CMD_MAX (64 * 1024)   /* exec cmd (the agent takes < 128 KiB) */
 #define BODY_STDIN_MAX (1024 * 1024) /* exec stdin */
+#define BODY_CODE_MAX (1024 * 1024)  /* run_code code (python; shell: BODY_CMD_MAX) */
 #define BODY_PATH_MAX 4095         /* guest paths */
 #define BODY_ENV_MAX_VARS 128
 #define BODY_ENV_NAME_MAX 256
@@ -78,6 +79,24 @@ struct exec_body {
 	size_t stdin_len;
 };
 
+/* POST /v1/sandboxes/{id}/contexts (language is checked: "python") */
+struct context_body {
+	json_t *root;
+	const char *cwd;      /* NULL when absent */
+	json_t *env;          /* new reference; {} when absent */
+};
+
+/* POST .../contexts/{ctx}/run_code(_stream) and the one-shot
+ * POST /v1/sandboxes/{id}/run_code */
+struct code_body {
+	json_t *root;
+	const char *code;     /* may be empty for a context's cell */
+	size_t code_len;
+	int shell;            /* one-shot: language "shell" (default "python") */
+	int has_timeout;      /* timeout_seconds given */
+	int64_t timeout_ms;   /* 0: no limit (only when given as 0) */
+};
+
 /* POST /v1/keys */
 struct key_body {
 	json_t *root;
@@ -113,6 +132,15 @@ int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		    struct exec_body *out, struct body_error *err);
 void exec_body_clear(struct exec_body *b);
+
+int body_parse_context(const char *buf, size_t len, struct context_body *out,
+		       struct body_error *err);
+void context_body_clear(struct context_body *b);
+
+/* one_shot: the sandbox's run_code (it takes "language"); else a context's. */
+int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, int one_shot,
+		    struct code_body *out, struct body_error *err);
+void code_body_clear(struct code_body *b);
 
 int body_parse_key(const char *buf, size_t len, struct key_body *out, struct body_error *err);
 void key_body_clear(struct key_body *b);

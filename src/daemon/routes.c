@@ -35,6 +35,18 @@ static const struct route table[] = {
 	{"POST", "/v1/sandboxes/{id}/exec_stream", KEY, BUF, API_BODY_EXEC, api_exec_stream, NULL,
 	 NULL},
 
+	{"POST", "/v1/sandboxes/{id}/run_code", KEY, BUF, API_BODY_CODE, api_run_code, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/contexts", KEY, BUF, API_BODY_SMALL, api_contexts_create, NULL,
+	 NULL},
+	{"GET", "/v1/sandboxes/{id}/contexts", KEY, BUF, API_BODY_SMALL, api_contexts_list, NULL,
+	 NULL},
+	{"DELETE", "/v1/sandboxes/{id}/contexts/{ctx}", KEY, BUF, API_BODY_SMALL,
+	 api_contexts_delete, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/contexts/{ctx}/run_code", KEY, BUF, API_BODY_CODE,
+	 api_context_run, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/contexts/{ctx}/run_code_stream", KEY, BUF, API_BODY_CODE,
+	 api_context_run_stream, NULL, NULL},
+
 	{"PUT", "/v1/sandboxes/{id}/fs", KEY, ROUTE_BODY_STREAM, 0, api_fs_upload_end,
 	 api_fs_upload_begin, api_fs_upload_chunk},
 	{"GET", "/v1/sandboxes/{id}/fs", KEY, BUF, API_BODY_SMALL, api_fs_download, NULL, NULL},

@@ -45,6 +45,23 @@ static const char *const migrations[] = {
 	");"
 	"CREATE INDEX sandboxes_team ON sandboxes(team, created_at);"
 	"CREATE INDEX sandboxes_status ON sandboxes(status);",
+	/* 2: code contexts (their kernels live in the guest; a row outlives a
+	 * daemon restart and goes with its sandbox's end or row) */
+	"CREATE TABLE contexts ("
+	"  id TEXT PRIMARY KEY,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  language TEXT NOT NULL,"
+	"  cwd TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL"
+	");"
+	"CREATE INDEX contexts_sandbox ON contexts(sandbox_id, created_at);"
+	"CREATE TRIGGER sandboxes_delete_contexts AFTER DELETE ON sandboxes BEGIN"
+	"  DELETE FROM contexts WHERE sandbox_id = OLD.id;"
+	"END;"
+	"CREATE TRIGGER sandboxes_end_contexts AFTER UPDATE OF status ON sandboxes"
+	"  WHEN NEW.status IN ('stopped', 'error') BEGIN"
+	"  DELETE FROM contexts WHERE sandbox_id = NEW.id;"
+	"END;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -123,4 +123,29 @@ int store_sandbox_purge_ended(struct store *s, int64_t before_ms, int *n);
 /* store_sandbox_count - rows with status into *n. */
 int store_sandbox_count(struct store *s, const char *status, int64_t *n);
 
+/* ---- code contexts -------------------------------------------------------- */
+
+struct context_row {
+	char id[STORE_ID_MAX];
+	char sandbox_id[STORE_ID_MAX];
+	char language[STORE_STATUS_MAX];
+	char cwd[4096];                /* "" when the guest's default */
+	int64_t created_at_ms;         /* wall clock */
+};
+
+/* store_context_insert - add a context row; -EEXIST if the id exists. */
+int store_context_insert(struct store *s, const struct context_row *r);
+
+/* store_context_delete - remove context id of sandbox_id; -ENOENT. */
+int store_context_delete(struct store *s, const char *sandbox_id, const char *id);
+
+#define STORE_CONTEXTS_MAX 256 /* context rows a list returns at most */
+
+/*
+ * store_context_list - the contexts of sandbox_id, oldest first, at most
+ * STORE_CONTEXTS_MAX.  *rows is owned by the caller (free()); *n its length.
+ */
+int store_context_list(struct store *s, const char *sandbox_id, struct context_row **rows,
+		       size_t *n);
+
 #endif

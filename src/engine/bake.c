@@ -7,7 +7,7 @@
  *     boot QEMU (memory file share=on) -> agent HELLO within BAKE_BOOT_MS,
  *       else kill and boot again (up to BAKE_BOOT_ATTEMPTS: ~1 in 5 TCG
  *       microvm boots hang)
- *     restore message, warm-up exec, close the agent connection
+ *     restore message, warm kernel (context_pool), close the agent connection
  *     x-ignore-shared, stop, migrate to state via fd:, quit
  *     template.json written last
  *   rename into place (an old template is moved aside and removed).
@@ -31,7 +31,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "engine/agent_conn.h"
-#include "engine/engine_exec.h"
 #include "engine/host_tsc.h"
 #include "engine/migrate.h"
 #include "engine/proc.h"
@@ -80,50 +79,39 @@ static int fail(struct bake *b, int code, const char *fmt, ...)
 	return code;
 }
 
-/* Shell-quote s in single quotes into out (cap bytes).  0 or -E2BIG. */
-static int sh_quote(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-	if (cap < 3)
-		return -E2BIG;
-	out[o++] = '\'';
-	for (; *s; s++) {
-		if (*s == '\'') {
-			if (o + 5 >= cap)
-				return -E2BIG;
-			memcpy(out + o, "'\\''", 4);
-			o += 4;
-		} else {
-			if (o + 2 >= cap)
-				return -E2BIG;
-			out[o++] = *s;
-		}
-	}
-	out[o++] = '\'';
-	out[o] = '\0';
-	return 0;
-}
-
-/* Run the warm-up code through the agent: python3 -c CODE. */
+/*
+ * Leave a warm code-context kernel in the guest (the agent's context_pool:
+ * a kernel with numpy, pandas and pyplot imported where the image has them,
+ * plus the template's warm code), so that the snapshot holds it and every
+ * sandbox's first context answers at once.  Without warm code a template
+ * whose kernel cannot start (no python3) is still baked, without one.
+ */
 static int warm(struct bake *b, struct agent_conn *a, const char *code)
 {
-	static char cmd[MANIFEST_WARM_MAX * 4 + 64];
-	static char quoted[MANIFEST_WARM_MAX * 4 + 8];
-	if (sh_quote(code, quoted, sizeof(quoted)) < 0)
-		return fail(b, -E2BIG, "warm code too long");
-	snprintf(cmd, sizeof(cmd), "exec python3 -c %s", quoted);
-	struct engine_exec_opts o = {.timeout_ms = BAKE_WARM_MS, .cwd = "/", .capture_cap = 4096};
-	struct engine_exec_result res;
-	int r = engine_exec(a, cmd, &o, &res);
-	if (r == 0 && res.exit_code != 0) {
-		for (char *p = res.err; p && *p; p++)
-			if (*p == '\n')
-				*p = ' ';
-		r = fail(b, -EIO, "warm-up exited %d: %.300s", res.exit_code, res.err ? res.err : "");
-	} else if (r < 0) {
-		fail(b, r, "warm-up failed: %s", strerror(-r));
+	json_t *req = json_pack("{s:s}", "op", "context_pool");
+	if (req && code[0])
+		json_object_set_new(req, "code", json_string(code));
+	if (!req)
+		return fail(b, -ENOMEM, "out of memory");
+	json_t *res = NULL;
+	int r = agent_call(a, req, BAKE_WARM_MS, &res);
+	json_decref(req);
+	const char *state = json_string_value(json_object_get(res, "state"));
+	const char *why = json_string_value(json_object_get(res, "error"));
+	json_t *err = json_object_get(res, "error");
+	if (r < 0 || json_is_object(err)) {
+		const char *m = json_string_value(json_object_get(err, "message"));
+		r = fail(b, r < 0 ? r : -EIO, "warm kernel: %s", m ? m : strerror(r < 0 ? -r : EIO));
+	} else if (!state || strcmp(state, "ready") != 0) {
+		if (code[0])
+			r = fail(b, -EIO, "warm kernel failed: %.300s", why ? why : "?");
+		else
+			say(b, "no warm kernel: %.200s", why ? why : "?");
+	} else {
+		json_int_t ms = json_integer_value(json_object_get(res, "ms"));
+		say(b, "warm kernel ready after %.1f s", (double)ms / 1000.0);
 	}
-	engine_exec_result_free(&res);
+	json_decref(res);
 	return r;
 }
 
@@ -384,11 +372,9 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 		fail(&b, r, "the agent's restore failed: %s", strerror(-r));
 		goto fail_vm;
 	}
-	if (m->warm[0]) {
-		say(&b, "warming: python3 -c %.60s", m->warm);
-		if ((r = warm(&b, a, m->warm)) < 0)
-			goto fail_vm;
-	}
+	say(&b, "warming a code-context kernel%s%.60s", m->warm[0] ? " with: " : "", m->warm);
+	if ((r = warm(&b, a, m->warm)) < 0)
+		goto fail_vm;
 	/* The snapshot is taken with no host connected: every clone starts
 	 * with the agent waiting for its host. */
 	agent_conn_close(a);

@@ -36,7 +36,21 @@ static void check_accepted(const struct agent_req *r)
 	if (r->mode > 07777 || r->timeout_ms > AGENT_REQ_TIMEOUT_MAX_MS ||
 	    r->output_cap > AGENT_REQ_OUTPUT_CAP_MAX)
 		__builtin_trap();
-	if (r->op != AGENT_OP_EXEC && r->op != AGENT_OP_RESTORE && !r->path)
+	int file_op = r->op >= AGENT_OP_FILE_WRITE && r->op <= AGENT_OP_MKDIR;
+	if (file_op && !r->path)
+		__builtin_trap();
+	int ctx_op = r->op >= AGENT_OP_CONTEXT_CREATE && r->op <= AGENT_OP_LAST;
+	int needs_id = ctx_op && r->op != AGENT_OP_CONTEXT_LIST && r->op != AGENT_OP_CONTEXT_POOL;
+	if (needs_id && (!r->ctx_id || !r->ctx_id[0] || strlen(r->ctx_id) > AGENT_REQ_CTX_ID_MAX ||
+			 strspn(r->ctx_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789_-") != strlen(r->ctx_id)))
+		__builtin_trap();
+	if (r->op == AGENT_OP_CONTEXT_RUN &&
+	    (!r->code || r->code_len > AGENT_REQ_CODE_MAX || strlen(r->code) != r->code_len))
+		__builtin_trap();
+	if (r->code && r->op == AGENT_OP_CONTEXT_POOL && r->code_len > AGENT_REQ_WARM_CODE_MAX)
+		__builtin_trap();
+	if (r->idle_timeout_ms > AGENT_REQ_IDLE_MAX_MS)
 		__builtin_trap();
 }
 
@@ -63,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(root);
 		return 0;
 	}
-	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_MKDIR; op++) {
+	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_LAST; op++) {
 		json_object_set_new(root, "op", json_string(agent_op_name((enum agent_op)op)));
 		char *txt = json_dumps(root, JSON_COMPACT);
 		if (txt) {

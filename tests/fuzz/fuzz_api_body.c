@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data + 1;
 	size_t len = size - 1;
 	struct body_error err;
-	switch (data[0] % 7) {
+	switch (data[0] % 9) {
 	case 0: {
 		struct create_sandbox_body b;
 		if (body_parse_create_sandbox(body, len, &lim, &b, &err) == 0) {
@@ -95,6 +95,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int v;
 		(void)body_parse_bool_query("q", s, 0, &v, &err);
 		free(s);
+		break;
+	}
+	case 7: {
+		struct context_body b;
+		if (body_parse_context(body, len, &b, &err) == 0) {
+			check(!b.cwd || b.cwd[0] == '/');
+			check(json_is_object(b.env));
+			context_body_clear(&b);
+		} else {
+			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+		}
+		break;
+	}
+	case 8: {
+		struct code_body b;
+		int one_shot = len > 0 && (body[0] & 1);
+		if (body_parse_code(body, len, &lim, one_shot, &b, &err) == 0) {
+			check(b.code != NULL);
+			check(b.code_len <= (b.shell ? BODY_CMD_MAX : BODY_CODE_MAX));
+			check(!b.shell || (one_shot && b.code_len > 0));
+			check(b.timeout_ms >= 0 && b.timeout_ms <= lim.max_exec_timeout_seconds * 1000);
+			code_body_clear(&b);
+		} else {
+			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+		}
 		break;
 	}
 	case 6: {

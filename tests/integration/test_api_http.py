@@ -23,7 +23,7 @@ def served_routes():
 
 def concrete(pattern):
     return pattern.replace("{id}", FAKE_SBX if "sandboxes" in pattern else "key_0000000000000000") \
-                  .replace("{name}", "base")
+                  .replace("{name}", "base").replace("{ctx}", "ctx_0123456789abcdef0123")
 
 
 def test_routes_match_openapi():

@@ -13,12 +13,7 @@ CONFORMANCE = pathlib.Path(os.environ.get("PANDASTACK_CONFORMANCE",
                                           ROOT.parent / "shared" / "conformance"))
 CLI = ROOT / "build" / "pandastack"
 
-# cli/02_run_code.sh needs code contexts (the next issue).
-CLI_SCRIPTS = ["01_exec.sh", "03_fs.sh"]
-# 03_fs.sh also calls `sandbox run-code` (POST /v1/sandboxes/{id}/run_code), which
-# arrives with code contexts: expected to fail until then, and strict, so the
-# mark must be removed the day it passes.
-NEEDS_RUN_CODE = {"03_fs.sh"}
+CLI_SCRIPTS = ["01_exec.sh", "02_run_code.sh", "03_fs.sh"]
 
 
 def scripts(kind, names=None):
@@ -44,12 +39,7 @@ def test_http_examples(vm_daemon, script, tmp_path):
     run_script(vm_daemon, script, tmp_path)
 
 
-def cli_params():
-    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="needs run_code"))
-            if p.name in NEEDS_RUN_CODE else p for p in scripts("cli", CLI_SCRIPTS)]
-
-
 @pytest.mark.skipif(not CLI.exists(), reason="build/pandastack is not built")
-@pytest.mark.parametrize("script", cli_params(), ids=lambda p: p.name)
+@pytest.mark.parametrize("script", scripts("cli", CLI_SCRIPTS), ids=lambda p: p.name)
 def test_cli_examples(vm_daemon, script, tmp_path):
     run_script(vm_daemon, script, tmp_path, path_prefix=str(CLI.parent))

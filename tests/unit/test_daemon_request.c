@@ -306,6 +306,122 @@ static void utf8_handling(void **state)
 	json_decref(j);
 }
 
+static void context_bodies(void **state)
+{
+	(void)state;
+	struct context_body c;
+	struct body_error e = {0};
+	const char *ok = "{\"language\": \"python\", \"cwd\": \"/tmp\", \"env\": {\"A\": \"b\"}}";
+	assert_int_equal(body_parse_context(ok, strlen(ok), &c, &e), 0);
+	assert_string_equal(c.cwd, "/tmp");
+	assert_string_equal(json_string_value(json_object_get(c.env, "A")), "b");
+	context_body_clear(&c);
+	assert_int_equal(body_parse_context("{}", 2, &c, &e), 0); /* every field optional */
+	assert_null(c.cwd);
+	assert_int_equal(json_object_size(c.env), 0);
+	context_body_clear(&c);
+	static const struct {
+		const char *body, *code;
+	} bad[] = {
+		{"", "invalid_json"},
+		{"{\"language\": \"ruby\"}", "invalid_field"},
+		{"{\"language\": 3}", "invalid_field"},
+		{"{\"cwd\": \"relative\"}", "invalid_field"},
+		{"{\"env\": {\"1A\": \"x\"}}", "invalid_field"},
+		{"{\"template\": \"base\"}", "unknown_field"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(body_parse_context(bad[i].body, strlen(bad[i].body), &c, &e), -EINVAL);
+		assert_string_equal(e.code, bad[i].code);
+	}
+	/* jansson's error text quotes the bad escape's byte, half a character:
+	 * the message stays valid UTF-8 (found by fuzz_api_body) */
+	const char *esc = "{\"cwd\x5c\xdd\xbc\": 1}";
+	assert_int_equal(body_parse_context(esc, strlen(esc), &c, &e), -EINVAL);
+	assert_string_equal(e.code, "invalid_json");
+	assert_true(utf8_valid(e.message, strlen(e.message)));
+}
+
+static void code_bodies(void **state)
+{
+	(void)state;
+	struct code_body b;
+	struct body_error e = {0};
+	const char *cell = "{\"code\": \"1 + 1\", \"timeout_seconds\": 2.5}";
+	assert_int_equal(body_parse_code(cell, strlen(cell), &lim, 0, &b, &e), 0);
+	assert_string_equal(b.code, "1 + 1");
+	assert_true(b.has_timeout);
+	assert_int_equal(b.timeout_ms, 2500);
+	assert_false(b.shell);
+	code_body_clear(&b);
+	/* an empty cell is fine; an empty shell snippet is not */
+	assert_int_equal(body_parse_code("{\"code\": \"\"}", 12, &lim, 0, &b, &e), 0);
+	assert_int_equal(b.code_len, 0);
+	assert_false(b.has_timeout);
+	code_body_clear(&b);
+	const char *sh = "{\"code\": \"python --version\", \"language\": \"shell\"}";
+	assert_int_equal(body_parse_code(sh, strlen(sh), &lim, 1, &b, &e), 0);
+	assert_true(b.shell);
+	code_body_clear(&b);
+	const char *py = "{\"code\": \"print(1)\", \"language\": \"python\"}";
+	assert_int_equal(body_parse_code(py, strlen(py), &lim, 1, &b, &e), 0);
+	assert_false(b.shell);
+	code_body_clear(&b);
+	static const struct {
+		const char *body, *code;
+		int one_shot;
+	} bad[] = {
+		{"{}", "missing_field", 0},
+		{"{\"code\": 5}", "invalid_field", 0},
+		{"{\"code\": \"1\", \"language\": \"python\"}", "unknown_field", 0},
+		{"{\"code\": \"1\", \"language\": \"ruby\"}", "invalid_field", 1},
+		{"{\"code\": \"\", \"language\": \"shell\"}", "invalid_field", 1},
+		{"{\"code\": \"1\", \"timeout_seconds\": -1}", "invalid_field", 0},
+		{"{\"code\": \"1\", \"timeout_seconds\": 3601}", "invalid_field", 1},
+		{"{\"code\": \"1\", \"cwd\": \"/tmp\"}", "unknown_field", 1},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(body_parse_code(bad[i].body, strlen(bad[i].body), &lim,
+						 bad[i].one_shot, &b, &e),
+				 -EINVAL);
+		assert_string_equal(e.code, bad[i].code);
+	}
+	/* code over the caps: 1 MiB for python, 64 KiB for shell */
+	size_t big = BODY_CODE_MAX + 1;
+	char *body = malloc(big + 64);
+	assert_non_null(body);
+	int n = snprintf(body, 64, "{\"code\": \"");
+	memset(body + n, 'x', big);
+	strcpy(body + n + big, "\"}");
+	assert_int_equal(body_parse_code(body, strlen(body), &lim, 0, &b, &e), -EINVAL);
+	n = snprintf(body, 64, "{\"language\": \"shell\", \"code\": \"");
+	memset(body + n, 'x', BODY_CMD_MAX + 1);
+	strcpy(body + n + BODY_CMD_MAX + 1, "\"}");
+	assert_int_equal(body_parse_code(body, strlen(body), &lim, 1, &b, &e), -EINVAL);
+	free(body);
+}
+
+static void context_ids(void **state)
+{
+	(void)state;
+	assert_true(api_context_id_valid("ctx_0123456789abcdef0123"));
+	assert_false(api_context_id_valid("ctx_0123456789abcdef012"));
+	assert_false(api_context_id_valid("ctx_0123456789abcdef01234"));
+	assert_false(api_context_id_valid("ctx_0123456789ABCDEF0123"));
+	assert_false(api_context_id_valid("sbx_0123456789abcdef0123"));
+	assert_false(api_context_id_valid(""));
+	json_t *gone = json_pack("{s:{s:s, s:s}}", "error", "code", "ECANCELED", "message", "x");
+	json_t *cell = json_pack("{s:{s:s, s:s, s:s}}", "error", "name", "ZeroDivisionError",
+				 "value", "division by zero", "traceback", "");
+	json_t *frame = json_pack("{s:s, s:s}", "code", "ENOENT", "message", "no context");
+	assert_true(api_context_missing(gone));
+	assert_true(api_context_missing(frame));
+	assert_false(api_context_missing(cell));
+	json_decref(gone);
+	json_decref(cell);
+	json_decref(frame);
+}
+
 static void routes(void **state)
 {
 	(void)state;
@@ -333,6 +449,15 @@ static void routes(void **state)
 	assert_true(known);
 	assert_null(route_find(t, n, "GET", "/v2/nothing", p, &known));
 	assert_false(known);
+	r = route_find(t, n, "POST", "/v1/sandboxes/sbx_x/contexts/ctx_y/run_code", p, &known);
+	assert_non_null(r);
+	assert_string_equal(r->pattern, "/v1/sandboxes/{id}/contexts/{ctx}/run_code");
+	assert_string_equal(p[0], "sbx_x");
+	assert_string_equal(p[1], "ctx_y");
+	r = route_find(t, n, "DELETE", "/v1/sandboxes/sbx_x/contexts/ctx_y", p, &known);
+	assert_non_null(r);
+	assert_null(route_find(t, n, "PUT", "/v1/sandboxes/sbx_x/contexts", p, &known));
+	assert_true(known);
 	r = route_find(t, n, "PUT", "/v1/sandboxes/sbx_x/fs", p, &known);
 	assert_non_null(r);
 	assert_int_equal(r->body, ROUTE_BODY_STREAM);
@@ -415,7 +540,8 @@ int main(void)
 		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
 		cmocka_unit_test(paths_and_queries), cmocka_unit_test(utf8_handling),
 		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
-		cmocka_unit_test(agent_errors),
+		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
+		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

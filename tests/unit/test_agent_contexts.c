@@ -1,0 +1,534 @@
+/*
+ * test_agent_contexts.c - the agent's code-context operations
+ * (docs/agent-protocol.md, "Code contexts"), end to end on the host: the
+ * agent in --listen mode (agent_harness.h) driven through agent_conn, with
+ * the host's python3 and its ipykernel.  Skipped (as a whole) when the
+ * host's /usr/bin/python3 has no ipykernel.
+ *
+ * Covered: create (and its errors), run (values, stdout, errors, state),
+ * the queue of a busy context, timeouts that keep the state, a dying
+ * kernel, CANCEL of a run, delete, list, the idle reaper, the host
+ * leaving and coming back, the warm pool (context_pool) and the reseed
+ * that restore queues in it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent_harness.h"
+
+/* Generous: ipykernel takes a second or two to start on a busy host. */
+#define CREATE_MS 120000
+#define RUN_MS 60000
+
+struct fixture {
+	struct agent_proc a;
+	struct agent_conn *c;
+};
+
+/* Everything one context_run produced. */
+struct run {
+	char *out, *err;     /* stdout / stderr text, NUL-terminated */
+	size_t outlen, errlen;
+	json_t *results;     /* array of result events */
+	json_t *end;         /* END (done) or ERROR object */
+};
+
+static void run_clear(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	json_decref(r->results);
+	json_decref(r->end);
+	memset(r, 0, sizeof(*r));
+}
+
+static int have_ipykernel(void)
+{
+	return system("/usr/bin/python3 -c 'import ipykernel' >/dev/null 2>&1") == 0;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(harness_start(&f->a), 0);
+	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	agent_conn_close(f->c);
+	assert_true(harness_alive(&f->a));
+	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: kernels stopped, no leak */
+	free(f);
+	return 0;
+}
+
+/* context_create id with extra fields (stolen, may be NULL); the END. */
+static json_t *create_ctx(struct agent_conn *c, const char *id, json_t *extra)
+{
+	json_t *req = json_pack("{s:s, s:s}", "op", "context_create", "id", id);
+	if (extra) {
+		json_object_update(req, extra);
+		json_decref(extra);
+	}
+	json_t *res = NULL;
+	int r = agent_call(c, req, CREATE_MS, &res);
+	json_decref(req);
+	assert_true(r == 0 || r == -EPROTO);
+	return res;
+}
+
+/* Collect a run stream to its END. */
+static int collect_run(struct agent_stream *s, struct run *r, int timeout_ms)
+{
+	memset(r, 0, sizeof(*r));
+	r->results = json_array();
+	int64_t deadline = util_now_ms() + timeout_ms;
+	for (;;) {
+		int64_t left = deadline - util_now_ms();
+		struct agent_msg m;
+		int k = agent_stream_read(s, &m, left > 0 ? (int)left : 0);
+		if (k == 0)
+			return r->end ? 0 : -EPROTO;
+		if (k < 0)
+			return k;
+		if (m.kind == AGENT_MSG_EVENT) {
+			const char *type = json_string_value(json_object_get(m.json, "type"));
+			json_t *text = json_object_get(m.json, "text");
+			if (type && !strcmp(type, "stdout"))
+				buf_append((uint8_t **)&r->out, &r->outlen,
+					   (const uint8_t *)json_string_value(text),
+					   json_string_length(text));
+			else if (type && !strcmp(type, "stderr"))
+				buf_append((uint8_t **)&r->err, &r->errlen,
+					   (const uint8_t *)json_string_value(text),
+					   json_string_length(text));
+			else if (type && !strcmp(type, "result"))
+				json_array_append(r->results, m.json);
+		} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+			r->end = json_incref(m.json);
+		}
+		agent_msg_clear(&m);
+	}
+}
+
+static json_t *run_req(const char *id, const char *code, int timeout_ms)
+{
+	return json_pack("{s:s, s:s, s:s, s:i}", "op", "context_run", "id", id, "code", code,
+			 "timeout_ms", timeout_ms);
+}
+
+/* Run code in context id and collect everything; asserts the stream. */
+static void run_code(struct agent_conn *c, const char *id, const char *code, int timeout_ms,
+		     struct run *r)
+{
+	struct agent_stream *s;
+	json_t *req = run_req(id, code, timeout_ms);
+	assert_int_equal(agent_stream_open(c, req, &s), 0);
+	json_decref(req);
+	assert_int_equal(collect_run(s, r, RUN_MS), 0);
+	agent_stream_close(s);
+}
+
+static const char *main_text(struct run *r)
+{
+	size_t i;
+	json_t *res;
+	json_array_foreach(r->results, i, res)
+		if (json_is_true(json_object_get(res, "is_main_result")))
+			return json_string_value(json_object_get(res, "text"));
+	return NULL;
+}
+
+static const char *error_name(json_t *end)
+{
+	return json_string_value(json_object_get(json_object_get(end, "error"), "name"));
+}
+
+static const char *error_value(json_t *end)
+{
+	return json_string_value(json_object_get(json_object_get(end, "error"), "value"));
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+static void test_create_run_state_and_errors(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_a", NULL);
+	assert_null(end_error(end));
+	assert_string_equal(json_string_value(json_object_get(end, "id")), "ctx_a");
+	assert_string_equal(json_string_value(json_object_get(end, "kernel")), "jupyter");
+	assert_string_equal(json_string_value(json_object_get(end, "language")), "python");
+	assert_true(json_is_true(json_object_get(end, "ready")));
+	assert_true(json_integer_value(json_object_get(end, "pid")) > 0);
+	json_decref(end);
+
+	struct run r;
+	run_code(f->c, "ctx_a", "sum(range(101))", 0, &r);
+	assert_null(error_name(r.end));
+	assert_string_equal(main_text(&r), "5050");
+	assert_null(r.out);
+	assert_true(json_integer_value(json_object_get(r.end, "execution_count")) >= 1);
+	assert_true(json_is_false(json_object_get(r.end, "timed_out")));
+	run_clear(&r);
+
+	run_code(f->c, "ctx_a", "print('hi'); 7", 0, &r);
+	assert_string_equal(r.out, "hi\n");
+	assert_string_equal(main_text(&r), "7");
+	run_clear(&r);
+
+	run_code(f->c, "ctx_a", "x = 41\n1/0", 0, &r);
+	assert_string_equal(error_name(r.end), "ZeroDivisionError");
+	const char *tb = json_string_value(
+		json_object_get(json_object_get(r.end, "error"), "traceback"));
+	assert_non_null(tb);
+	assert_null(strchr(tb, '\033')); /* no ANSI colour codes */
+	run_clear(&r);
+
+	run_code(f->c, "ctx_a", "x + 1", 0, &r); /* usable, and x survived */
+	assert_null(error_name(r.end));
+	assert_string_equal(main_text(&r), "42");
+	run_clear(&r);
+
+	run_code(f->c, "ctx_a", "input('name? ')", 0, &r); /* fails at once */
+	assert_non_null(error_name(r.end));
+	run_clear(&r);
+
+	/* the id is taken; the agent's default cwd is the context's */
+	end = create_ctx(f->c, "ctx_a", NULL);
+	assert_string_equal(end_error(end), "EEXIST");
+	json_decref(end);
+	run_code(f->c, "ctx_a", "import os; os.getcwd()", 0, &r);
+	assert_string_equal(main_text(&r), f->a.ws);
+	run_clear(&r);
+}
+
+static void test_create_errors(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_b", json_pack("{s:s}", "cwd", "/nonexistent/dir"));
+	assert_string_equal(end_error(end), "ENOENT");
+	json_decref(end);
+	end = create_ctx(f->c, "ctx_b", json_pack("{s:s}", "cwd", "/etc/hostname"));
+	assert_string_equal(end_error(end), "ENOTDIR");
+	json_decref(end);
+	end = create_ctx(f->c, "ctx_b", json_pack("{s:s}", "language", "ruby"));
+	assert_string_equal(end_error(end), "EINVAL");
+	json_decref(end);
+	end = create_ctx(f->c, "bad id!", NULL);
+	assert_string_equal(end_error(end), "EINVAL");
+	json_decref(end);
+	/* a run, delete or interrupt of an unknown context */
+	json_t *res = harness_call(f->c, run_req("ctx_none", "1", 0));
+	assert_string_equal(end_error(res), "ENOENT");
+	json_decref(res);
+	res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_delete", "id", "ctx_none"));
+	assert_string_equal(end_error(res), "ENOENT");
+	json_decref(res);
+	/* nothing was left behind */
+	res = harness_call(f->c, json_pack("{s:s}", "op", "context_list"));
+	assert_int_equal(json_array_size(json_object_get(res, "contexts")), 0);
+	json_decref(res);
+}
+
+static void test_env_and_cwd(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_env",
+				 json_pack("{s:s, s:{s:s}}", "cwd", "/tmp", "env", "GREETING",
+					   "it's \"quoted\""));
+	assert_null(end_error(end));
+	assert_string_equal(json_string_value(json_object_get(end, "cwd")), "/tmp");
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_env",
+		 "import os; print(os.getcwd()); print(os.environ['GREETING']); "
+		 "print(os.environ['HOME'])",
+		 0, &r);
+	assert_string_equal(r.out, "/tmp\nit's \"quoted\"\n/root\n");
+	run_clear(&r);
+}
+
+static void test_busy_context_queues(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_q", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	/* the second run is sent while the first sleeps: it waits its turn */
+	struct agent_stream *s1, *s2;
+	json_t *q1 = run_req("ctx_q", "import time; time.sleep(1); order = ['first']", 0);
+	json_t *q2 = run_req("ctx_q", "order.append('second'); order", 0);
+	assert_int_equal(agent_stream_open(f->c, q1, &s1), 0);
+	assert_int_equal(agent_stream_open(f->c, q2, &s2), 0);
+	json_decref(q1);
+	json_decref(q2);
+	struct run r1, r2;
+	assert_int_equal(collect_run(s2, &r2, RUN_MS), 0);
+	assert_int_equal(collect_run(s1, &r1, RUN_MS), 0);
+	assert_null(error_name(r1.end));
+	assert_null(error_name(r2.end));
+	assert_string_equal(main_text(&r2), "['first', 'second']");
+	/* the list shows it, idle again */
+	json_t *res = harness_call(f->c, json_pack("{s:s}", "op", "context_list"));
+	json_t *one = json_array_get(json_object_get(res, "contexts"), 0);
+	assert_string_equal(json_string_value(json_object_get(one, "id")), "ctx_q");
+	assert_true(json_is_false(json_object_get(one, "busy")));
+	json_decref(res);
+	run_clear(&r1);
+	run_clear(&r2);
+	agent_stream_close(s1);
+	agent_stream_close(s2);
+}
+
+static void test_timeout_keeps_state(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_t", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_t", "keep = 'still here'", 0, &r);
+	run_clear(&r);
+	int64_t t0 = util_now_ms();
+	run_code(f->c, "ctx_t", "import time; time.sleep(100)", 1000, &r);
+	assert_true(util_now_ms() - t0 < 30000);
+	assert_string_equal(error_name(r.end), "TimeoutError");
+	assert_true(json_is_true(json_object_get(r.end, "timed_out")));
+	run_clear(&r);
+	run_code(f->c, "ctx_t", "keep", 0, &r);
+	assert_string_equal(main_text(&r), "still here");
+	run_clear(&r);
+}
+
+static void test_dead_kernel_restarts(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_d", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_d", "import os; os._exit(3)", 0, &r);
+	assert_string_equal(error_name(r.end), "DeadKernelError");
+	assert_non_null(strstr(error_value(r.end), "3"));
+	run_clear(&r);
+	run_code(f->c, "ctx_d", "6 * 7", 0, &r);
+	assert_null(error_name(r.end));
+	assert_string_equal(main_text(&r), "42");
+	run_clear(&r);
+	json_t *res = harness_call(f->c, json_pack("{s:s}", "op", "context_list"));
+	json_t *one = json_array_get(json_object_get(res, "contexts"), 0);
+	assert_true(json_integer_value(json_object_get(one, "restarts")) >= 1);
+	assert_non_null(json_string_value(json_object_get(one, "last_restart")));
+	json_decref(res);
+}
+
+static void test_cancel_run(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_c", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_c", "kept = 5", 0, &r);
+	run_clear(&r);
+	struct agent_stream *s;
+	json_t *req = run_req("ctx_c", "import time; time.sleep(100)", 0);
+	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	json_decref(req);
+	usleep(500 * 1000);
+	assert_int_equal(agent_stream_cancel(s), 0);
+	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_string_equal(end_error(r.end), "ECANCELED");
+	run_clear(&r);
+	agent_stream_close(s);
+	run_code(f->c, "ctx_c", "kept", 0, &r); /* interrupted, not killed */
+	assert_string_equal(main_text(&r), "5");
+	run_clear(&r);
+}
+
+static void test_delete_and_interrupt(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_x", NULL);
+	assert_null(end_error(end));
+	long pid = (long)json_integer_value(json_object_get(end, "pid"));
+	json_decref(end);
+	/* interrupt a running cell */
+	struct agent_stream *s;
+	json_t *req = run_req("ctx_x", "import time; time.sleep(100)", 0);
+	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	json_decref(req);
+	usleep(500 * 1000);
+	json_t *res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_interrupt", "id",
+						   "ctx_x"));
+	assert_null(end_error(res));
+	json_decref(res);
+	struct run r;
+	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_string_equal(error_name(r.end), "KeyboardInterrupt");
+	run_clear(&r);
+	agent_stream_close(s);
+	/* delete with a run queued: the run ends, the kernel goes */
+	req = run_req("ctx_x", "import time; time.sleep(100)", 0);
+	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	json_decref(req);
+	usleep(300 * 1000);
+	res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_delete", "id", "ctx_x"));
+	assert_null(end_error(res));
+	json_decref(res);
+	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_string_equal(end_error(r.end), "ECANCELED");
+	run_clear(&r);
+	agent_stream_close(s);
+	int64_t until = util_now_ms() + 10000;
+	while (kill((pid_t)pid, 0) == 0 && util_now_ms() < until)
+		usleep(50 * 1000);
+	assert_int_not_equal(kill((pid_t)pid, 0), 0);
+	res = harness_call(f->c, run_req("ctx_x", "1", 0));
+	assert_string_equal(end_error(res), "ENOENT");
+	json_decref(res);
+}
+
+static void test_idle_reaper(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_idle", json_pack("{s:i}", "idle_timeout_ms", 1500));
+	assert_null(end_error(end));
+	json_decref(end);
+	/* a run keeps it alive: the idle time counts from its end */
+	struct run r;
+	run_code(f->c, "ctx_idle", "import time; time.sleep(2)", 0, &r);
+	assert_null(error_name(r.end));
+	run_clear(&r);
+	run_code(f->c, "ctx_idle", "1", 0, &r);
+	assert_null(error_name(r.end));
+	run_clear(&r);
+	int64_t until = util_now_ms() + 15000;
+	size_t n = 1;
+	while (n > 0 && util_now_ms() < until) {
+		usleep(200 * 1000);
+		json_t *res = harness_call(f->c, json_pack("{s:s}", "op", "context_list"));
+		n = json_array_size(json_object_get(res, "contexts"));
+		json_decref(res);
+	}
+	assert_int_equal(n, 0);
+	json_t *res = harness_call(f->c, run_req("ctx_idle", "1", 0));
+	assert_string_equal(end_error(res), "ENOENT");
+	json_decref(res);
+}
+
+static void test_contexts_survive_the_host(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_h", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_h", "survivor = 'yes'", 0, &r);
+	run_clear(&r);
+	/* a run in flight when the host leaves is cancelled; the context stays */
+	struct agent_stream *s;
+	json_t *req = run_req("ctx_h", "import time; time.sleep(100)", 0);
+	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	json_decref(req);
+	usleep(300 * 1000);
+	agent_stream_close(s);
+	agent_conn_close(f->c);
+	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	run_code(f->c, "ctx_h", "survivor", 0, &r);
+	assert_string_equal(main_text(&r), "yes");
+	run_clear(&r);
+}
+
+static void test_pool_and_reseed(void **state)
+{
+	struct fixture *f = *state;
+	json_t *res = NULL;
+	json_t *req = json_pack("{s:s, s:s}", "op", "context_pool", "code", "warm_marker = 1");
+	assert_int_equal(agent_call(f->c, req, CREATE_MS, &res), 0);
+	json_decref(req);
+	assert_string_equal(json_string_value(json_object_get(res, "state")), "ready");
+	json_decref(res);
+	/* restore queues a reseed in the spare */
+	static const char entropy[] =
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+		"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f";
+	res = harness_call(f->c, json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns",
+					   "1000000000", "entropy", entropy));
+	assert_null(end_error(res));
+	assert_int_equal(json_integer_value(json_object_get(res, "kernels_reseeded")), 1);
+	json_decref(res);
+	/* the first context takes the warm spare: the warm code ran in it */
+	json_t *end = create_ctx(f->c, "ctx_p1", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_p1", "'pandas' in __import__('sys').modules, warm_marker", 0, &r);
+	assert_null(error_name(r.end));
+	assert_string_equal(main_text(&r), "(True, 1)");
+	run_clear(&r);
+	/* a new spare was started for the next one, which takes it */
+	end = create_ctx(f->c, "ctx_p2", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	run_code(f->c, "ctx_p2", "warm_marker", 0, &r);
+	assert_string_equal(main_text(&r), "1");
+	run_clear(&r);
+}
+
+static void test_agent_exit_stops_kernels(void **state)
+{
+	(void)state;
+	struct fixture f = {0};
+	assert_int_equal(harness_start(&f.a), 0);
+	assert_int_equal(agent_conn_open(f.a.sock, 5000, &f.c), 0);
+	json_t *end = create_ctx(f.c, "ctx_exit", NULL);
+	assert_null(end_error(end));
+	pid_t pid = (pid_t)json_integer_value(json_object_get(end, "pid"));
+	json_decref(end);
+	assert_true(pid > 0);
+	assert_int_equal(kill(pid, 0), 0);
+	agent_conn_close(f.c);
+	assert_int_equal(harness_stop(&f.a), 0);
+	/* the agent waited for its kernels: none outlives it */
+	int64_t until = util_now_ms() + 5000;
+	while (kill(pid, 0) == 0 && util_now_ms() < until)
+		usleep(20 * 1000);
+	assert_int_not_equal(kill(pid, 0), 0);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (!have_ipykernel()) {
+		printf("# SKIP test_agent_contexts: /usr/bin/python3 has no ipykernel\n");
+		return 0;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_run_state_and_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_and_cwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_context_queues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_kernel_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_and_interrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_reaper, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_contexts_survive_the_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_and_reseed, setup, teardown),
+		cmocka_unit_test(test_agent_exit_stops_kernels),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
