@@ -11,7 +11,7 @@ SAN      ?=
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
             -Wmissing-prototypes -Wvla -Wpointer-arith
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing $(SAN)
+CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing $(SAN) -ffile-prefix-map=$(CURDIR)=.
 CPPFLAGS += -Isrc -D_GNU_SOURCE
 LDFLAGS  += $(SAN)
 
