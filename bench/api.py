@@ -65,7 +65,8 @@ def start_daemon(cache, workdir, sandboxes):
     data = workdir / "data"
     log = open(workdir / "daemon.log", "wb")
     proc = subprocess.Popen(
-        [str(ROOT / "build" / "pandastackd"), "--listen", "127.0.0.1:0", "--data-dir", str(data),
+        [os.environ.get("PANDASTACKD", str(ROOT / "build" / "pandastackd")),
+         "--listen", "127.0.0.1:0", "--data-dir", str(data),
          "--cache", cache, "--pool-size", "2",
          "--max-sandboxes-per-team", str(max(20, sandboxes))],
         stdout=subprocess.DEVNULL, stderr=log)

@@ -7,15 +7,18 @@
  *               waits until an entry is ready; the refill is not timed)
  *   exec        round trip of `true` on one sandbox: p50 of 100
  *   memory      20 idle sandboxes: PSS and RSS of each QEMU (smaps_rollup),
- *               the monitor processes, and the fall of MemAvailable
+ *               the monitor processes, and the fall of MemAvailable; their
+ *               host CPU while idle (/proc/<pid>/stat utime+stime over 10 s)
  *   peers       plain QEMU snapshot of the same warm guest (RAM in the
  *               file, `migrate "exec:cat > file"`, `-incoming "exec:cat
  *               file"`, no -sandbox): restore to the agent answering;
  *               cold boot of the same guest (kernel + initramfs + disk) to
- *               the agent answering
+ *               the agent answering (BENCH_PEERS=0 skips)
  *   tb-size     idle PSS of clones after a pandas workload, per TCG
  *               translation-buffer size (BENCH_TB=0 skips)
  * Figures go to stdout, one "name value unit" line each, then the ratios.
+ * With PANDASTACK_LOG=debug every restore logs its phases on stderr
+ * (vm.restore_phases; bench/phases.py summarises them).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,9 @@
 #include "engine/vm_int.h"
 
 static char base[] = "/tmp/pandastack-bench-XXXXXX";
+
+/* Seconds over which the idle sandboxes' host CPU is measured. */
+#define IDLE_CPU_SECONDS 10
 static unsigned seq;
 
 static void run_dir(char out[PATH_MAX], const char *tag)
@@ -100,6 +106,24 @@ static long mem_available_kib(void)
 		v = strtol(p + strlen("MemAvailable:"), NULL, 10);
 	free(data);
 	return v;
+}
+
+/* utime + stime of pid (/proc/<pid>/stat fields 14 and 15), clock ticks;
+ * 0 if it cannot be read. */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (util_read_file(path, 4096, &data, &len) < 0)
+		return 0;
+	char *p = strrchr(data, ')');
+	unsigned long long ut = 0, st = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		ut = st = 0;
+	free(data);
+	return (long long)(ut + st);
 }
 
 /* The monitor process of a QEMU: its parent. */
@@ -493,16 +517,31 @@ int main(int argc, char **argv)
 	printf("idle_qemu_pss %ld KiB\nidle_qemu_rss %ld KiB\nidle_monitor_pss %ld KiB\n"
 	       "memavailable_drop_per_sandbox %ld KiB\n",
 	       pss / IDLE, rss / IDLE, mon_pss / IDLE, (avail0 - avail1) / IDLE);
+	/* host CPU of an idle sandbox: utime + stime of its QEMU over 10 s */
+	long long ticks0 = 0, ticks1 = 0;
+	for (int i = 0; i < IDLE; i++)
+		ticks0 += cpu_ticks(vm_pid(idle[i]));
+	int64_t c0 = util_now_ms();
+	sleep(IDLE_CPU_SECONDS);
+	for (int i = 0; i < IDLE; i++)
+		ticks1 += cpu_ticks(vm_pid(idle[i]));
+	double secs = (double)(util_now_ms() - c0) / 1000.0;
+	printf("idle_qemu_cpu %.2f %% of a core per sandbox (%d sandboxes, %d s)\n",
+	       100.0 * (double)(ticks1 - ticks0) / (double)sysconf(_SC_CLK_TCK) / secs / IDLE,
+	       IDLE, IDLE_CPU_SECONDS);
 	for (int i = 0; i < IDLE; i++) {
 		vm_stop(idle[i]);
 		vm_free(idle[i]);
 	}
 
-	/* 5. peers */
+	/* 5. peers (BENCH_PEERS=0 skips them) */
 	char snap[PATH_MAX];
 	snprintf(snap, sizeof(snap), "%s/plain.snap", base);
 	long long plain_p50 = -1, cold_p50 = -1;
-	if ((r = make_plain_snapshot(t, snap)) < 0) {
+	int peers = !(getenv("BENCH_PEERS") && !strcmp(getenv("BENCH_PEERS"), "0"));
+	if (!peers) {
+		printf("peers skipped (BENCH_PEERS=0)\n");
+	} else if ((r = make_plain_snapshot(t, snap)) < 0) {
 		fprintf(stderr, "bench: plain snapshot failed: %s\n", strerror(-r));
 	} else {
 		struct stat st;
@@ -520,7 +559,7 @@ int main(int argc, char **argv)
 		}
 	}
 	int k = 0, hangs = 0;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; peers && i < 5; i++) {
 		long long ms = cold_boot_ms(t, m);
 		if (ms >= 0)
 			v[k++] = ms;

@@ -25,6 +25,7 @@
 #include "agent/kernel.h"
 #include "agent/stream.h"
 #include "common/log.h"
+#include "common/util.h"
 
 /* Add the bytes to the kernel pool (credited) and reseed the CRNG. */
 static int add_entropy(const uint8_t *bytes, size_t n)
@@ -56,6 +57,7 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 {
 	int init = s->env->init_mode;
 	int clock_set = 0;
+	int64_t t0 = util_now_us();
 	if (init) {
 		struct timespec ts = {
 			.tv_sec = (time_t)(req->wall_clock_ns / 1000000000u),
@@ -68,7 +70,9 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 		}
 		clock_set = 1;
 	}
+	int64_t t1 = util_now_us();
 	int r = add_entropy(req->entropy, sizeof(req->entropy));
+	int64_t t2 = util_now_us();
 	explicit_bzero(req->entropy, sizeof(req->entropy));
 	if (r < 0 && init) {
 		stream_end_err(s, r, "adding entropy: %s", strerror(-r));
@@ -77,6 +81,8 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 	/* warm interpreters reseed their own generators (Python random,
 	 * numpy) from the freshly seeded kernel pool, ahead of user code */
 	int kernels = kernel_reseed_all();
+	log_kv(LOG_DEBUG, "agent.restore_timing", "clock_us=%lld entropy_us=%lld reseed_us=%lld",
+	       (long long)(t1 - t0), (long long)(t2 - t1), (long long)(util_now_us() - t2));
 	json_t *o = json_object();
 	if (o) {
 		json_object_set_new(o, "clock_set", json_boolean(clock_set));

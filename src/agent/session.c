@@ -39,7 +39,9 @@
 #define DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
 
 static void host_away(struct session *S, const char *why);
+static void host_arrived(struct session *S);
 static void flush(struct session *S);
+static int port_host_present(struct session *S);
 
 /* --- stream table --------------------------------------------------------- */
 
@@ -218,8 +220,9 @@ static void on_hello(struct session *S, const struct proto_frame *f)
 	}
 	free(txt);
 	/* a host resends HELLO until it sees the ACK: log a nonce once */
-	log_kv(h.nonce == S->last_nonce ? LOG_DEBUG : LOG_INFO, "agent.hello", "nonce=%016llx",
-	       (unsigned long long)h.nonce);
+	log_kv(h.nonce == S->last_nonce ? LOG_DEBUG : LOG_INFO, "agent.hello",
+	       "nonce=%016llx since_host_us=%lld", (unsigned long long)h.nonce,
+	       (long long)(util_now_us() - S->arrived_us));
 	S->last_nonce = h.nonce;
 }
 
@@ -437,6 +440,14 @@ static void set_io_events(struct session *S)
 static void on_transport(struct loop_watch *w, uint32_t ev)
 {
 	struct session *S = w->ctx;
+	if (!S->host_present) {
+		/* a port whose host is away, watched edge-triggered: something
+		 * changed on it (the host connected, or a spurious wake-up) */
+		if (!port_host_present(S))
+			return;
+		host_arrived(S);
+		ev = EPOLLIN; /* the HELLO may be there already */
+	}
 	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		static uint8_t buf[READ_CHUNK];
 		/* A virtio-serial port returns at most one 4 KiB buffer per
@@ -474,15 +485,49 @@ static void on_transport(struct loop_watch *w, uint32_t ev)
 		flush(S);
 }
 
+/* Watch the transport for events (added on first use).  0 or -errno. */
+static int watch_transport(struct session *S, uint32_t events)
+{
+	if (S->watch.fd >= 0)
+		return loop_watch_set(S->env->loop, &S->watch, events);
+	return loop_watch_add(S->env->loop, &S->watch, S->fd, events);
+}
+
+/* 1 if the port has a host on it now (poll: no POLLHUP/POLLERR). */
+static int port_host_present(struct session *S)
+{
+	struct pollfd p = {.fd = S->fd, .events = POLLIN};
+	return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+/*
+ * Wait for the host of a port to come (back).  The port reports POLLHUP for
+ * as long as no host is connected, so a level-triggered watch would spin;
+ * an edge-triggered one wakes once per change of the port instead (the
+ * driver wakes its readers when the host opens the port), so the host's
+ * return is seen at once and an idle guest without a host does not wake.
+ * The probe timer stays as a slow fallback.
+ */
+static void await_port_host(struct session *S)
+{
+	int r = watch_transport(S, EPOLLIN | EPOLLOUT | EPOLLET);
+	if (r < 0)
+		log_kv(LOG_WARN, "agent.watch_failed", "errno=%d", -r);
+	loop_timer_arm(S->env->loop, &S->probe,
+		       util_now_ms() + (r < 0 ? SESSION_AWAY_FAST_MS : SESSION_AWAY_POLL_MS));
+}
+
 static void host_arrived(struct session *S)
 {
+	S->arrived_us = util_now_us();
 	S->host_present = 1;
 	S->greeted = 0;
 	proto_decoder_resync(&S->dec);
 	S->dec.dropped = 0;
-	loop_watch_init(&S->watch, on_transport, S);
-	if (loop_watch_add(S->env->loop, &S->watch, S->fd, EPOLLIN) < 0)
-		log_kv(LOG_ERROR, "agent.watch_failed", "errno=%d", errno);
+	loop_timer_cancel(S->env->loop, &S->probe);
+	int r = watch_transport(S, EPOLLIN);
+	if (r < 0)
+		log_kv(LOG_ERROR, "agent.watch_failed", "errno=%d", -r);
 	log_kv(LOG_INFO, "agent.host_connected", "transport=%s",
 	       S->kind == SESSION_LISTEN ? "socket" : "port");
 }
@@ -497,14 +542,14 @@ static void host_away(struct session *S, const char *why)
 	proto_decoder_resync(&S->dec);
 	S->greeted = 0;
 	S->host_present = 0;
-	loop_watch_del(S->env->loop, &S->watch);
 	if (S->kind == SESSION_LISTEN) {
+		loop_watch_del(S->env->loop, &S->watch);
 		if (S->fd >= 0)
 			close(S->fd);
 		S->fd = -1;
 		loop_watch_set(S->env->loop, &S->lwatch, EPOLLIN);
 	} else {
-		loop_timer_arm(S->env->loop, &S->probe, util_now_ms() + SESSION_AWAY_POLL_MS);
+		await_port_host(S);
 	}
 }
 
@@ -577,9 +622,8 @@ static void on_probe(struct loop_timer *t, int64_t now)
 		}
 		log_kv(LOG_INFO, "agent.port_open", "dev=%s", path);
 	}
-	struct pollfd p = {.fd = S->fd, .events = POLLIN};
-	if (poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
-		loop_timer_arm(S->env->loop, t, now + SESSION_AWAY_POLL_MS);
+	if (!port_host_present(S)) {
+		await_port_host(S);
 		return;
 	}
 	host_arrived(S);

@@ -6,11 +6,13 @@
  *
  * Host presence: on a socket, the host is away between connections; on the
  * virtio-serial port, reading returns EOF / poll reports POLLHUP while no
- * host is connected, so the port is then taken out of epoll and probed every
- * SESSION_AWAY_POLL_MS instead of spinning.  Whenever the host goes away
- * every stream is cancelled (their processes killed) and the decoder goes
- * back to sync mode; the next host must start with HELLO.  A HELLO on a live
- * connection also starts over (the host re-handshakes after a restore).
+ * host is connected, so the port is then watched edge-triggered (the driver
+ * wakes the port's waiters when the host opens it: no spinning, no periodic
+ * wake-ups) with a probe every SESSION_AWAY_POLL_MS as a fallback.  Whenever
+ * the host goes away every stream is cancelled (their processes killed) and
+ * the decoder goes back to sync mode; the next host must start with HELLO.
+ * A HELLO on a live connection also starts over (the host re-handshakes
+ * after a restore).
  *
  * Threads: the loop thread only.
  */
@@ -24,8 +26,12 @@
 #include "agent/stream.h"
 #include "common/proto.h"
 
-/* How often a port whose host is away is probed, ms. */
-#define SESSION_AWAY_POLL_MS 10
+/* How often a port whose host is away is probed as well, ms (the
+ * edge-triggered watch sees the host at once; this only covers a driver
+ * that would not wake its waiters). */
+#define SESSION_AWAY_POLL_MS 1000
+/* The same when the watch could not be set up, ms. */
+#define SESSION_AWAY_FAST_MS 10
 /* How often a port that does not exist yet is looked for, ms. */
 #define SESSION_FIND_POLL_MS 100
 /* Cap on droppable priority frames (PONG, ERROR) queued, bytes. */
@@ -46,6 +52,7 @@ struct session {
 	int host_present;       /* the transport has a host on it */
 	int greeted;            /* a HELLO was accepted on this connection */
 	uint64_t last_nonce;    /* of the last HELLO (repeats are logged quietly) */
+	int64_t arrived_us;     /* CLOCK_MONOTONIC us when the host was seen */
 	struct loop_watch lwatch, watch;
 	struct loop_timer probe; /* away / not-found probing */
 	struct proto_decoder dec;

@@ -12,6 +12,9 @@
 /* util_now_ms - CLOCK_MONOTONIC in ms. */
 int64_t util_now_ms(void);
 
+/* util_now_us - CLOCK_MONOTONIC in microseconds (phase timings). */
+int64_t util_now_us(void);
+
 /* util_wall_ns - CLOCK_REALTIME in ns. */
 uint64_t util_wall_ns(void);
 

@@ -490,6 +490,7 @@ static int handshake(struct agent_conn *c, int timeout_ms)
 				rc = r;
 				break;
 			}
+			c->stats.hellos++;
 			next_hello = now + HELLO_RESEND_MS;
 		}
 		int64_t until = next_hello < deadline ? next_hello : deadline;
@@ -537,6 +538,7 @@ int agent_conn_open(const char *sock_path, int timeout_ms, struct agent_conn **o
 	if (strlen(sock_path) >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(a.sun_path, sock_path);
+	int64_t t0 = util_now_us();
 	struct agent_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -560,9 +562,15 @@ int agent_conn_open(const char *sock_path, int timeout_ms, struct agent_conn **o
 	c->alive = 1;
 	c->refs = 1;
 	c->next_id = 1;
+	int64_t t1 = util_now_us();
+	c->stats.connect_us = t1 - t0;
 	int r = util_random(&c->nonce, sizeof(c->nonce));
 	if (!r)
 		r = handshake(c, timeout_ms);
+	c->stats.handshake_us = util_now_us() - t1;
+	log_kv(LOG_DEBUG, "agent_conn.handshake", "rc=%d connect_us=%lld handshake_us=%lld hellos=%u",
+	       r, (long long)c->stats.connect_us, (long long)c->stats.handshake_us,
+	       c->stats.hellos);
 	if (!r) {
 		int e = pthread_create(&c->reader, NULL, reader_main, c);
 		r = e ? -e : 0;
@@ -611,6 +619,11 @@ int agent_conn_alive(struct agent_conn *c)
 json_t *agent_conn_info(struct agent_conn *c)
 {
 	return c->info;
+}
+
+void agent_conn_stats(const struct agent_conn *c, struct agent_conn_stats *out)
+{
+	*out = c->stats; /* written before the reader thread started, never after */
 }
 
 int agent_conn_restore(struct agent_conn *c, int timeout_ms)

@@ -60,6 +60,16 @@ int agent_conn_restore(struct agent_conn *c, int timeout_ms);
  */
 json_t *agent_conn_info(struct agent_conn *c);
 
+/* How agent_conn_open went, for phase timings (docs/engine.md). */
+struct agent_conn_stats {
+	int64_t connect_us;    /* socket + connect(2) */
+	int64_t handshake_us;  /* first HELLO sent -> matching HELLO_ACK decoded */
+	unsigned hellos;       /* HELLO frames sent (1 when the first was answered) */
+};
+
+/* agent_conn_stats - copy c's handshake figures into *out.  Any thread. */
+void agent_conn_stats(const struct agent_conn *c, struct agent_conn_stats *out);
+
 /*
  * agent_stream_open - open a stream with request req (borrowed; serialised
  * and sent as OPEN).  Returns 0 with *out owned by the caller, -EMFILE (256

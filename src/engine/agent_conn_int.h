@@ -60,6 +60,7 @@ struct agent_conn {
 	size_t json_bytes;      /* non-DATA bytes queued on all streams */
 	json_t *info;
 	uint64_t nonce;
+	struct agent_conn_stats stats; /* set before the reader starts */
 };
 
 /* --- agent_conn.c ---------------------------------------------------------- */

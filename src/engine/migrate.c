@@ -147,7 +147,8 @@ int migrate_save(struct qmp *q, const char *path, int timeout_ms, char *msg, siz
 	return r;
 }
 
-int migrate_load(struct qmp *q, const char *path, int timeout_ms, char *msg, size_t msglen)
+int migrate_load_start(struct qmp *q, const char *path, int timeout_ms, char *msg,
+		       size_t msglen)
 {
 	int64_t deadline = util_now_ms() + timeout_ms;
 	msg[0] = '\0';
@@ -159,7 +160,20 @@ int migrate_load(struct qmp *q, const char *path, int timeout_ms, char *msg, siz
 	}
 	int r = start_with_fd(q, fd, "migrate-incoming", deadline, msg, msglen);
 	close(fd);
+	return r;
+}
+
+int migrate_wait(struct qmp *q, int timeout_ms, char *msg, size_t msglen)
+{
+	msg[0] = '\0';
+	return wait_done(q, util_now_ms() + timeout_ms, msg, msglen);
+}
+
+int migrate_load(struct qmp *q, const char *path, int timeout_ms, char *msg, size_t msglen)
+{
+	int64_t deadline = util_now_ms() + timeout_ms;
+	int r = migrate_load_start(q, path, timeout_ms, msg, msglen);
 	if (r < 0)
 		return r;
-	return wait_done(q, deadline, msg, msglen);
+	return migrate_wait(q, left_ms(deadline), msg, msglen);
 }

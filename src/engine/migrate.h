@@ -34,4 +34,14 @@ int migrate_save(struct qmp *q, const char *path, int timeout_ms, char *msg, siz
  */
 int migrate_load(struct qmp *q, const char *path, int timeout_ms, char *msg, size_t msglen);
 
+/*
+ * migrate_load_start / migrate_wait - migrate_load in two steps, for callers
+ * that time them: start feeds path to QEMU (getfd + migrate-incoming; 0,
+ * -ENOENT, -errno with msg), wait waits up to timeout_ms for the MIGRATION
+ * event saying it completed (0, -ETIMEDOUT, -EIO with msg).
+ */
+int migrate_load_start(struct qmp *q, const char *path, int timeout_ms, char *msg,
+		       size_t msglen);
+int migrate_wait(struct qmp *q, int timeout_ms, char *msg, size_t msglen);
+
 #endif

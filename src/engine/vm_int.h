@@ -20,6 +20,16 @@
 #define VM_QUIT_GRACE_MS 2000
 #define VM_JSON_MAX (64u * 1024u)
 
+/* How long each step of the restore that made a VM took, us; logged at
+ * debug level as vm.restore_phases (docs/engine.md, "Where a create's time
+ * goes").  The launch steps of a pool entry ran before the take. */
+struct vm_phases {
+	int64_t overlay, spawn, qmp_connect, caps;          /* vm_launch_clone */
+	int64_t migrate_start, migrate_wait, cont;          /* vm_finish_restore */
+	int64_t agent_connect, hello, restore_op, vm_json;
+	unsigned hellos;                                    /* HELLO frames sent */
+};
+
 struct vm {
 	char run_dir[PATH_MAX];      /* where it lives now */
 	char spawn_dir[PATH_MAX];    /* where QEMU was started (a pool entry is renamed) */
@@ -31,6 +41,7 @@ struct vm {
 	struct qmp *qmp;             /* NULL once QEMU is gone */
 	struct agent_conn *agent;    /* NULL until connected or after loss */
 	char reason[320];            /* exit reason, filled on demand */
+	struct vm_phases ph;         /* restore timings */
 };
 
 /* engine_path_join - <dir>/<name> into out (PATH_MAX bytes).  0 or

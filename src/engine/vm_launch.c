@@ -157,12 +157,16 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", dir);
 	snprintf(v->template_name, sizeof(v->template_name), "%s", t->name);
 	v->accel = t->spec.accel;
+	int64_t ts = util_now_us(), tn;
 	if ((r = vm_path(v, "overlay.qcow2", overlay)) < 0 ||
 	    (r = template_overlay_create(t, overlay)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot create the disk overlay: %s", strerror(-r));
 		vm_discard(v);
 		return r;
 	}
+	tn = util_now_us();
+	v->ph.overlay = tn - ts;
+	ts = tn;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE, .run_dir = dir, .mem_path = t->memory, .disk = overlay,
 	};
@@ -184,16 +188,23 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 	}
 	v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);
 	v->start_ticks = vm_proc_start_ticks(v->pid);
+	tn = util_now_us();
+	v->ph.spawn = tn - ts;
+	ts = tn;
 	if ((r = vm_path(v, "qmp.sock", sock)) < 0 || (r = qmp_connect(sock, vm_left_ms(deadline), &v->qmp)) < 0) {
 		vm_fail_msg(v, err, "QMP did not answer", r);
 		vm_discard(v);
 		return r;
 	}
+	tn = util_now_us();
+	v->ph.qmp_connect = tn - ts;
+	ts = tn;
 	if ((r = migrate_set_caps(v->qmp, vm_left_ms(deadline))) < 0) {
 		vm_fail_msg(v, err, qmp_last_error(v->qmp), r);
 		vm_discard(v);
 		return r;
 	}
+	v->ph.caps = util_now_us() - ts;
 	*out = v;
 	return 0;
 }
@@ -224,21 +235,38 @@ static int write_vm_json(struct vm *v)
 	return r;
 }
 
+/* ms with one decimal from us, for the phase log. */
+static double ms1(int64_t us)
+{
+	return (double)us / 1000.0;
+}
+
 int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 		      struct vm_err *err)
 {
 	char msg[256], sock[PATH_MAX];
-	int64_t t0 = util_now_ms(), t1, t2, t3;
-	int r = migrate_load(v->qmp, t->state, vm_left_ms(deadline), msg, sizeof(msg));
+	int64_t t0 = util_now_us(), ts = t0, tn;
+	int r = migrate_load_start(v->qmp, t->state, vm_left_ms(deadline), msg, sizeof(msg));
+	if (r == 0) {
+		tn = util_now_us();
+		v->ph.migrate_start = tn - ts;
+		ts = tn;
+		r = migrate_wait(v->qmp, vm_left_ms(deadline), msg, sizeof(msg));
+	}
 	if (r < 0) {
 		vm_fail_msg(v, err, msg, r);
 		return r == -ENOENT ? -ENOENT : (r == -ETIMEDOUT ? r : -EIO);
 	}
-	t1 = util_now_ms();
+	tn = util_now_us();
+	v->ph.migrate_wait = tn - ts;
+	ts = tn;
 	if ((r = qmp_call(v->qmp, "cont", NULL, vm_left_ms(deadline), NULL)) < 0) {
 		vm_fail_msg(v, err, qmp_last_error(v->qmp), r);
 		return -EIO;
 	}
+	tn = util_now_us();
+	v->ph.cont = tn - ts;
+	ts = tn;
 	if ((r = vm_path(v, "agent.sock", sock)) < 0)
 		return r;
 	if ((r = agent_conn_open(sock, vm_left_ms(deadline), &v->agent)) < 0) {
@@ -246,18 +274,33 @@ int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 		vm_fail_msg(v, err, "the agent did not answer", r);
 		return r == -ETIMEDOUT ? r : -EIO;
 	}
-	t2 = util_now_ms();
+	struct agent_conn_stats as;
+	agent_conn_stats(v->agent, &as);
+	v->ph.agent_connect = as.connect_us;
+	v->ph.hello = as.handshake_us;
+	v->ph.hellos = as.hellos;
+	ts = util_now_us();
 	if ((r = agent_conn_restore(v->agent, vm_left_ms(deadline) + 1)) < 0) {
 		vm_fail_msg(v, err, "the agent's restore failed", r);
 		return r == -ETIMEDOUT ? r : -EIO;
 	}
-	t3 = util_now_ms();
-	log_kv(LOG_DEBUG, "vm.restore_steps", "pid=%d migrate_ms=%lld cont_handshake_ms=%lld "
-	       "restore_msg_ms=%lld", (int)v->pid, (long long)(t1 - t0), (long long)(t2 - t1),
-	       (long long)(t3 - t2));
+	tn = util_now_us();
+	v->ph.restore_op = tn - ts;
+	ts = tn;
 	if ((r = write_vm_json(v)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot write vm.json: %s", strerror(-r));
 		return r;
 	}
+	tn = util_now_us();
+	v->ph.vm_json = tn - ts;
+	const struct vm_phases *p = &v->ph;
+	log_kv(LOG_DEBUG, "vm.restore_phases",
+	       "pid=%d pooled=%d overlay_ms=%.1f spawn_ms=%.1f qmp_connect_ms=%.1f caps_ms=%.1f "
+	       "migrate_start_ms=%.1f migrate_wait_ms=%.1f cont_ms=%.1f agent_connect_ms=%.1f "
+	       "hello_ms=%.1f hellos=%u restore_op_ms=%.1f vm_json_ms=%.1f finish_ms=%.1f",
+	       (int)v->pid, strcmp(v->spawn_dir, v->run_dir) != 0, ms1(p->overlay), ms1(p->spawn),
+	       ms1(p->qmp_connect), ms1(p->caps), ms1(p->migrate_start), ms1(p->migrate_wait),
+	       ms1(p->cont), ms1(p->agent_connect), ms1(p->hello), p->hellos, ms1(p->restore_op),
+	       ms1(p->vm_json), ms1(tn - t0));
 	return 0;
 }
