@@ -4,17 +4,19 @@
 Figures (each a median over its repetitions, with p90 where useful):
   - run_code round trip of `1+1` in a warm context (--runs, default 200),
     and the kernel's own time for it (the Execution's duration_ms);
-  - the time to create the first and the second context of a new sandbox
-    (the first takes the template's warm kernel; the second waits for the
-    spare the first one started, or starts a kernel);
+  - for the first, second and third context of a new sandbox, one right
+    after the other: the time to create it and its first `1+1` (the
+    template holds warm_kernels warm kernels, 2 on code-interpreter: the
+    first two take one each; the third starts a kernel, as the pool
+    refills only once the sandbox has been idle);
   - end to end: POST /v1/sandboxes, then a context, then `1+1`;
   - peers in the same run, on the same sandbox: the same `1+1` through
     POST .../exec of `python3 -c 'print(1+1)'` and through the one-shot
     POST .../run_code (a fresh interpreter each time).
 
-By default it starts build/pandastackd on a temporary data dir (template
-cache from --cache / PANDASTACK_CACHE); --url and --key use a running
-daemon instead.
+By default it starts build/pandastackd ($PANDASTACKD) on a temporary data
+dir (template cache from --cache / PANDASTACK_CACHE); --url and --key use
+a running daemon instead.
 
   python3 bench/contexts.py [--template code-interpreter] [--runs 200]
                             [--sandboxes 5] [--peer-runs 20] [--url URL --key KEY]
@@ -91,18 +93,20 @@ def main():
 
     try:
         health = call_json(c, "GET", "/healthz")
-        # --- create-sandbox-then-first-1+1, first and second context -----------------
-        e2e, first, second, first_run = [], [], [], []
+        # --- create-sandbox-then-first-1+1; first, second, third context -------------
+        e2e = []
+        create = {1: [], 2: [], 3: []}
+        first_run = {1: [], 2: [], 3: []}
         for _ in range(a.sandboxes):
             t0 = time.perf_counter()
             sid = new_sandbox()
-            ms, cid = timed(lambda: new_context(sid))
-            first.append(ms)
-            ms, ex = timed(lambda: run(sid, cid, "1+1"))
-            first_run.append(ms)
-            e2e.append((time.perf_counter() - t0) * 1000)
-            ms, _ = timed(lambda: new_context(sid))
-            second.append(ms)
+            for k in (1, 2, 3):
+                ms, cid = timed(lambda: new_context(sid))
+                create[k].append(ms)
+                ms, ex = timed(lambda: run(sid, cid, "1+1"))
+                first_run[k].append(ms)
+                if k == 1:
+                    e2e.append((time.perf_counter() - t0) * 1000)
             call_json(c, "DELETE", f"/v1/sandboxes/{sid}", want=204)
             ids.remove(sid)
 
@@ -111,9 +115,6 @@ def main():
         cid = new_context(sid)
         for _ in range(5):
             run(sid, cid, "1+1")
-        # let the spare started by the first context finish warming (it competes
-        # for the guest's one vCPU while it imports pandas)
-        new_context(sid)
         rt, kernel = [], []
         for _ in range(a.runs):
             ms, ex = timed(lambda: run(sid, cid, "1+1"))
@@ -139,9 +140,12 @@ def main():
             "template": a.template,
             "warm_1plus1_round_trip": stats(rt),
             "warm_1plus1_kernel_duration": stats(kernel),
-            "first_context_create": stats(first),
-            "first_context_first_run": stats(first_run),
-            "second_context_create": stats(second),
+            "first_context_create": stats(create[1]),
+            "first_context_first_run": stats(first_run[1]),
+            "second_context_create": stats(create[2]),
+            "second_context_first_run": stats(first_run[2]),
+            "third_context_create": stats(create[3]),
+            "third_context_first_run": stats(first_run[3]),
             "create_sandbox_to_first_1plus1": stats(e2e),
             "peer_exec_python3_c": stats(exec_ms),
             "peer_one_shot_run_code": stats(shot_ms),
@@ -161,6 +165,9 @@ def main():
             line("first context create", "first_context_create")
             line("  its first 1+1", "first_context_first_run")
             line("second context create", "second_context_create")
+            line("  its first 1+1", "second_context_first_run")
+            line("third context create", "third_context_create")
+            line("  its first 1+1", "third_context_first_run")
             line("create sandbox -> context -> 1+1", "create_sandbox_to_first_1plus1")
             line("peer: exec python3 -c 'print(1+1)'", "peer_exec_python3_c")
             line("peer: one-shot run_code print(1+1)", "peer_one_shot_run_code")

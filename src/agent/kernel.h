@@ -39,12 +39,19 @@
  * error says so).  A kernel that dies mid-run ends the run with
  * DeadKernelError naming the exit status or signal and restarts by itself.
  *
- * Warm kernels: kernel_pool_start keeps one spare context warmed up
- * (numpy, pandas, matplotlib.pyplot imported, inline backend configured),
- * so a template bake can leave it in the snapshot; kernel_ctx_create takes
- * it when compatible and starts the next spare in the background (at
- * lower CPU priority).  After every restore the agent calls
- * kernel_reseed_all so that no two clones share random streams.
+ * Warm kernels: kernel_pool_start keeps up to KERNEL_POOL_MAX spare
+ * contexts warmed up (numpy, pandas, matplotlib.pyplot imported, inline
+ * backend configured), so a template bake can leave them in the snapshot;
+ * kernel_ctx_create takes a ready one when compatible.  Spares run at the
+ * lowest CPU priority (SCHED_IDLE, nice 19) and are the out-of-memory
+ * killer's first choice until taken (unless spare_full_priority); a taken
+ * one goes back to normal priority.  The pool refills in the background, one spare at a time, and
+ * only once no context has had work for KERNEL_POOL_REFILL_IDLE_MS (and,
+ * with refill_cpu_idle, the CPUs were idle as long), so a refill never
+ * competes with the user's runs.  After every restore the agent calls
+ * kernel_reseed_all so that no two clones share random streams: every
+ * kernel, spares included, reseeds at once, so taking a spare costs
+ * nothing more than its first run.
  *
  * The agent's reaper (waitpid(-1) in PID 1) must pass every child it reaps
  * but does not own to kernel_note_exit, so kernel exits are reported with
@@ -74,8 +81,11 @@ enum kernel_kind {
 #define KERNEL_OUTPUT_CAP_MAX (48u * 1024u * 1024u)
 #define KERNEL_CODE_MAX (8u * 1024u * 1024u)           /* bytes of code */
 #define KERNEL_START_TIMEOUT_DEFAULT_MS 120000
-#define KERNEL_INTERRUPT_GRACE_DEFAULT_MS 3000
+#define KERNEL_INTERRUPT_GRACE_DEFAULT_MS 10000
 #define KERNEL_ENV_MAX_VARS 1024
+/* Warm pool: most spares kept, and the quiet time before a refill, ms. */
+#define KERNEL_POOL_MAX 8
+#define KERNEL_POOL_REFILL_IDLE_MS 1000
 
 /* How to make a context.  Borrowed during the call (copied). */
 struct kernel_opts {
@@ -93,13 +103,23 @@ struct kernel_opts {
 	const char *warm_code;       /* kernel_pool_start only: Python run in
 	                                every spare after the built-in warm-up
 	                                (the template's warm step); may be NULL */
+	unsigned pool_size;          /* kernel_pool_start only: spares to keep
+	                                warm; 0: 1; at most KERNEL_POOL_MAX */
+	int refill_cpu_idle;         /* kernel_pool_start only: a refill also
+	                                waits for the machine's CPUs to be idle
+	                                (the guest, where the agent is PID 1) */
+	int spare_full_priority;     /* kernel_pool_start only: spares keep
+	                                normal priority and OOM standing (hosts
+	                                shared with other work: tests); 0: the
+	                                idle standing of the guest */
 };
 
 struct kernel_ctx;
 
 /*
- * kernel_ctx_create - make a context (a spare from the pool when
- * o->use_pool and one is compatible, else a new kernel).  Returns 0 with
+ * kernel_ctx_create - make a context (a ready spare from the pool when
+ * o->use_pool and one is compatible: "ready" follows at once; else a new
+ * kernel).  Returns 0 with
  * *out (free with kernel_ctx_destroy), -EINVAL (bad options), -E2BIG (too
  * many env vars), -ENOMEM, -errno (eventfd, thread).
  */
@@ -168,20 +188,31 @@ int kernel_note_exit(pid_t pid, int status);
 /* Warm pool ---------------------------------------------------------------*/
 
 enum kernel_pool_state {
-	KERNEL_POOL_NONE = 0,      /* no spare (not started, or taken) */
-	KERNEL_POOL_STARTING,      /* a spare is starting or warming up */
-	KERNEL_POOL_READY,         /* a warm spare waits */
-	KERNEL_POOL_FAILED,        /* the spare could not start */
+	KERNEL_POOL_NONE = 0,      /* no pool (not started, or stopped) */
+	KERNEL_POOL_STARTING,      /* fewer ready spares than its size: one is
+	                              warming up or the refill waits for idle */
+	KERNEL_POOL_READY,         /* every spare of its size is warm */
+	KERNEL_POOL_FAILED,        /* a spare could not start: no more refills
+	                              until the next kernel_pool_start */
 };
 
 /*
- * kernel_pool_start - remember o (run_dir, python, kind, env, warm_code)
- * for spares and start one now if there is none; its warm-up runs in the
- * background.
- * For the template bake: poll kernel_pool_fd, then read kernel_pool_state
- * until READY.  0 or -errno.
+ * kernel_pool_start - remember o (run_dir, python, kind, cwd, env,
+ * warm_code, pool_size, refill_cpu_idle) for spares and fill the pool up
+ * to o->pool_size now, one spare after another, without waiting for the
+ * machine to be idle (later refills do wait).  Warm-ups run in the
+ * background.  For the template bake: poll kernel_pool_fd, then read
+ * kernel_pool_state until READY.  0 or -errno (-EINVAL: pool_size over
+ * KERNEL_POOL_MAX).
  */
 int kernel_pool_start(const struct kernel_opts *o);
+
+/* kernel_pool_ready - how many warm spares wait now. */
+unsigned kernel_pool_ready(void);
+
+/* kernel_pool_pids - the kernel processes of the spares (ready or
+ * warming), at most max into out; returns how many. */
+size_t kernel_pool_pids(pid_t *out, size_t max);
 
 /* kernel_pool_fd - an eventfd readable after the pool's state changed
  * (kernel_pool_state drains it).  Created on first use; -errno if not. */
@@ -191,14 +222,16 @@ int kernel_pool_fd(void);
  * gets the reason of FAILED. */
 enum kernel_pool_state kernel_pool_state(char *err, size_t errlen);
 
-/* kernel_pool_stop - destroy the spare and stop making new ones. */
+/* kernel_pool_stop - destroy the spares and stop making new ones (joins
+ * the pool's refill thread). */
 void kernel_pool_stop(void);
 
 /*
  * kernel_reseed_all - after a restore: queue, ahead of any user code, a
  * reseed of Python's random and numpy's global generator from os.urandom in
- * every context and the spare.  Call after the kernel RNG was reseeded
- * (the restore op).  Returns the number of contexts reseeded.
+ * every context and every spare; each runs it at once.  Call after the
+ * kernel RNG was reseeded (the restore op).  Returns the number of
+ * contexts reseeded.
  */
 int kernel_reseed_all(void);
 

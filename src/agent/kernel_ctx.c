@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/jupyter_json.h"
@@ -330,32 +329,23 @@ int kernel__ctx_start(struct kernel_cfg *cfg, int pooled, struct kernel_job *fir
 	return 0;
 }
 
-/* Give a taken spare to its new owner: cwd/env/reseed before any code. */
+/* Give a taken spare to its new owner: its thread applies cfg (moved in)
+ * before any of the owner's code (normal priority back, then env and cwd
+ * if they differ: kernel_loop.c); "ready" goes out at once. */
 static int adopt_spare(struct kernel_ctx *c, struct kernel_cfg *cfg)
 {
-	char *code = kernel__code_setup(cfg->cwd, cfg->env_added);
-	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "setup", code, strlen(code), 0)
-				    : NULL;
-	free(code);
 	struct kernel_cfg *h = malloc(sizeof(*h));
-	if (!j || !h) {
-		kernel__job_free(j);
-		free(h);
+	if (!h)
 		return -ENOMEM;
-	}
 	*h = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
 	pthread_mutex_lock(&c->mu);
-	kernel__push_front_locked(c, j);
 	c->handover = h;
 	c->pooled = 0;
 	c->idle_since_ms = util_now_ms();
 	if (c->announced && c->ready_ev)
 		kernel__emit_locked(c, 0, json_deep_copy(c->ready_ev));
-	pid_t pid = c->pid_pub;
 	pthread_mutex_unlock(&c->mu);
-	if (pid > 0 && setpriority(PRIO_PGRP, (id_t)pid, 0) < 0)
-		log_kv(LOG_DEBUG, "kernel.renice_failed", "pid=%ld errno=%d", (long)pid, errno);
 	kernel__wake(c);
 	return 0;
 }
@@ -532,6 +522,29 @@ int kernel_wait_all(int64_t timeout_ms)
 	}
 	pthread_mutex_unlock(&reg_mu);
 	return r;
+}
+
+int64_t kernel__activity_idle_ms(int64_t now)
+{
+	int64_t last = INT64_MIN;
+	int busy = 0;
+	pthread_mutex_lock(&reg_mu);
+	for (struct kernel_ctx *c = reg_head; c && !busy; c = c->reg_next) {
+		pthread_mutex_lock(&c->mu);
+		if (!c->pooled && !c->stop) {
+			if (c->jobs || c->running_id)
+				busy = 1;
+			else if (c->idle_since_ms > last)
+				last = c->idle_since_ms;
+		}
+		pthread_mutex_unlock(&c->mu);
+	}
+	pthread_mutex_unlock(&reg_mu);
+	if (busy)
+		return 0;
+	if (last == INT64_MIN)
+		return INT64_MAX; /* no context at all */
+	return now > last ? now - last : 0;
 }
 
 int kernel_note_exit(pid_t pid, int status)

@@ -86,6 +86,7 @@ static int fb_start(struct kernel_ctx *c)
 			.path = c->cfg.python, .argv = argv, .envp = c->cfg.envp,
 			.cwd = c->cfg.cwd, .fd = { -1, out[1], err[1], sv[1] },
 			.nice = c->cfg.nice,
+			.idle = c->cfg.idle,
 		};
 		r = kernel_proc_spawn(&s, &c->proc);
 	} else {
@@ -294,6 +295,7 @@ static void fb_on_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t 
 		read_chan(c, f, now);
 }
 
+/* Internal jobs are silent: they leave the execution count alone. */
 static int fb_execute(struct kernel_ctx *c, const char *code, int silent,
 		      char msg_id[JUPYTER_ID_SIZE])
 {

@@ -55,7 +55,8 @@ struct kernel_cfg {
 	size_t output_cap;
 	int64_t start_timeout_ms;
 	int64_t interrupt_grace_ms;
-	int nice;                    /* for spares */
+	int nice;                    /* niceness to add (0: none) */
+	int idle;                    /* a pool spare: SCHED_IDLE standing */
 };
 
 /* Where the kernel is, as seen by the client thread. */
@@ -85,6 +86,8 @@ struct kernel_ctx {
 	int interrupt_req;
 	int restart_req;
 	int pooled;                  /* a pool spare: events dropped */
+	int spare_dead;              /* a spare whose kernel died: the pool
+	                                replaces it (it is not restarted) */
 	int announced;               /* "ready" went out for this kernel */
 	int64_t idle_since_ms;
 	pid_t pid_pub;
@@ -103,6 +106,7 @@ struct kernel_ctx {
 	int64_t ready_at_ms;         /* when the kernel became ready */
 	int quick_deaths;            /* deaths soon after ready, in a row */
 	int lazy_start;              /* start the next kernel only for work */
+	int no_restart;              /* a dead spare: start no kernel at all */
 	int64_t start_deadline;
 	int64_t death_wait_until;    /* exited, status not yet reported */
 	char kill_reason[256];       /* why we killed it, "" if we did not */
@@ -112,6 +116,13 @@ struct kernel_ctx {
 	struct jupyter_exec x;
 	int64_t cur_started, cur_deadline, grace_deadline, finish_deadline;
 	int cur_timed_out, cur_interrupted;
+	uint64_t cur_heard;          /* messages and output of the run so far */
+	/* An interrupt may land just before the kernel blocks in a system
+	 * call and then act only when the call returns (CPython checks for
+	 * signals between bytecodes): while the kernel shows no reaction it
+	 * is sent again (kernel_loop.c, reinterrupt). */
+	int64_t reint_at, reint_step_ms;
+	uint64_t reint_heard, reint_cpu;
 };
 
 /* A kernel implementation driven by the client thread. */
@@ -125,8 +136,9 @@ struct kernel_backend {
 	int (*fill_poll)(struct kernel_ctx *c, zmq_pollitem_t *it, int max);
 	/* Handle the items fill_poll added (same order, with revents). */
 	void (*on_poll)(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t now);
-	/* Send code; silent for internal jobs; msg_id out.  0 / -errno. */
-	int (*execute)(struct kernel_ctx *c, const char *code, int silent,
+	/* Send code; internal jobs leave no trace in the kernel's history or
+	 * execution count; msg_id out.  0 / -errno. */
+	int (*execute)(struct kernel_ctx *c, const char *code, int internal,
 		       char msg_id[JUPYTER_ID_SIZE]);
 	/* Earliest time the backend needs on_time (INT64_MAX: never). */
 	int64_t (*next_due)(struct kernel_ctx *c);
@@ -192,7 +204,18 @@ void kernel__cfg_clear(struct kernel_cfg *cfg);
 int kernel__ctx_start(struct kernel_cfg *cfg, int pooled, struct kernel_job *first,
 		      struct kernel_ctx **out);
 
-/* Python snippets (kernel_snippets.c): new strings, caller frees. */
+/*
+ * kernel__activity_idle_ms - ms since any context that is not a pool spare
+ * last had work (a run or setup queued or running, a create, a take); 0
+ * while one has.  now is util_now_ms().  Any thread; takes the registry
+ * lock and each context's mu (kernel_ctx.c).
+ */
+int64_t kernel__activity_idle_ms(int64_t now);
+
+/* Python snippets (kernel_snippets.c): new strings, caller frees.
+ * setup: the new owner's env (added) and cwd (NULL: unchanged) for a taken
+ * spare; no reseed (the spare reseeded at restore, or was started after
+ * it). */
 char *kernel__code_warmup(void);
 char *kernel__code_reseed(void);
 char *kernel__code_setup(const char *cwd, char *const *env_added);
@@ -200,10 +223,13 @@ char *kernel__code_setup(const char *cwd, char *const *env_added);
 /* The fallback kernel's Python source (kernel_fallback_py.c). */
 extern const char kernel__fallback_py[];
 
-/* Pool (kernel_pool.c): a spare changed state (any thread). */
+/* Pool (kernel_pool.c): a spare changed state (ready, failed, died).
+ * Any thread holding none of the pool's, the registry's or a context's
+ * locks. */
 void kernel__pool_notify(void);
-/* Take the spare if it is compatible with cfg (same interpreter, kind) and
- * not failed; the caller owns it (NULL if none).  Agent's thread. */
+/* Take a ready spare compatible with cfg (same interpreter, kind): it
+ * leaves the pool and stops being "pooled"; the caller owns it (NULL if
+ * none).  Agent's thread. */
 struct kernel_ctx *kernel__pool_take(const struct kernel_cfg *cfg);
 
 #endif

@@ -102,6 +102,7 @@ static int jup_start(struct kernel_ctx *c)
 			.path = c->cfg.python, .argv = argv, .envp = c->cfg.envp,
 			.cwd = c->cfg.cwd, .fd = { -1, pipefd[1], pipefd[1], -1 },
 			.nice = c->cfg.nice,
+			.idle = c->cfg.idle,
 		};
 		r = kernel_proc_spawn(&s, &c->proc);
 		close(pipefd[1]);
@@ -228,13 +229,21 @@ static void jup_on_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t
 		drain(c, j, JUPYTER_SHELL, now);
 }
 
-static int jup_execute(struct kernel_ctx *c, const char *code, int silent,
+/*
+ * Internal jobs (warm-up, reseed, setup) are not silent, only kept out of
+ * IPython's history and execution count (store_history false): a silent
+ * request takes other paths through ipykernel and IPython than a user's
+ * cell, and running the same paths at bake and at restore leaves them warm
+ * (imported, cached, and under TCG translated) for the user's first run.
+ * Their output is dropped by the loop.
+ */
+static int jup_execute(struct kernel_ctx *c, const char *code, int internal,
 		       char msg_id[JUPYTER_ID_SIZE])
 {
 	struct jup *j = c->bs;
 	size_t len = c->cur ? c->cur->code_len : strlen(code);
 	json_t *content = json_pack("{s:s%, s:b, s:b, s:{}, s:b, s:b}", "code", code, len,
-				    "silent", silent, "store_history", !silent,
+				    "silent", 0, "store_history", !internal,
 				    "user_expressions", "allow_stdin", 0, "stop_on_error", 0);
 	if (!content)
 		return -ENOMEM;

@@ -49,6 +49,10 @@
  * quick deaths in a row, restart only when work waits. */
 #define QUICK_DEATH_MS 10000
 #define QUICK_DEATHS 3
+/* Re-interrupt: first look this long after the interrupt, then twice as
+ * long each time, up to the last, ms. */
+#define REINT_FIRST_MS 100
+#define REINT_MAX_MS 1000
 /* Without pidfd support, look for an exit this often, ms. */
 #define NO_PIDFD_POLL_MS 200
 #define POLL_ITEMS_MAX 16
@@ -189,6 +193,7 @@ static void finish(struct kernel_ctx *c, json_t *err)
 	c->cur = NULL;
 	c->cur_deadline = c->grace_deadline = c->finish_deadline = 0;
 	c->cur_timed_out = c->cur_interrupted = 0;
+	c->reint_at = 0;
 	pthread_mutex_lock(&c->mu);
 	c->running_id = 0;
 	c->idle_since_ms = now;
@@ -223,6 +228,7 @@ static void start_next(struct kernel_ctx *c)
 	if (!j)
 		return;
 	c->cur = j;
+	c->cur_heard = 0;
 	c->cur_started = util_now_ms();
 	c->cur_deadline = j->timeout_ms > 0 ? c->cur_started + j->timeout_ms : 0;
 	char msg_id[JUPYTER_ID_SIZE] = "";
@@ -384,6 +390,16 @@ static void on_death(struct kernel_ctx *c)
 	c->st = KS_NONE;
 	char q[300];
 	log_kv(LOG_WARN, "kernel.died", "reason=%s", log_quote(why, q, sizeof(q)));
+	/* A spare is not restarted: the pool replaces it when it refills. */
+	pthread_mutex_lock(&c->mu);
+	int pooled = c->pooled;
+	if (pooled)
+		c->spare_dead = 1;
+	pthread_mutex_unlock(&c->mu);
+	if (pooled) {
+		c->no_restart = 1;
+		kernel__pool_notify();
+	}
 	if (c->cur) {
 		char v[400];
 		snprintf(v, sizeof(v), "%s; the kernel was restarted and its state is lost", why);
@@ -432,9 +448,67 @@ static void interrupt(struct kernel_ctx *c, int timed_out, int64_t now)
 	int r = kernel_proc_signal(&c->proc, SIGINT);
 	log_kv(LOG_INFO, "kernel.interrupt", "pid=%ld timed_out=%d r=%d", (long)c->proc.pid,
 	       timed_out, r);
+	char st;
+	c->reint_at = 0;
+	if (r == 0 && kernel_proc_sample(&c->proc, &st, &c->reint_cpu) == 0) {
+		c->reint_step_ms = REINT_FIRST_MS;
+		c->reint_at = now + c->reint_step_ms;
+		c->reint_heard = c->cur_heard;
+	}
+}
+
+/*
+ * The interrupted run has not ended.  CPython runs a Python-level signal
+ * handler between bytecodes, and only a signal arriving *during* a
+ * blocking system call cuts the call short: a SIGINT that lands after the
+ * interpreter's last check but before the call (time.sleep's
+ * clock_nanosleep, a read) only sets a flag, and the KeyboardInterrupt
+ * comes when the call returns, maybe minutes later.  So while the kernel
+ * shows no reaction - nothing heard from the run since the interrupt, its
+ * main thread asleep and its CPU time unchanged - the interrupt is sent
+ * again, at growing intervals, until the grace period ends.  (The same
+ * covers an interrupt that came before the cell started, which kernels
+ * ignore.)  A kernel that reacts (it prints, reports the error, ends the
+ * cell, or computes) is left alone.
+ */
+static void reinterrupt(struct kernel_ctx *c, int64_t now)
+{
+	char st;
+	uint64_t cpu;
+	if (c->cur_heard != c->reint_heard || kernel_proc_sample(&c->proc, &st, &cpu) < 0) {
+		c->reint_at = 0;
+		return;
+	}
+	if (st == 'S' && cpu == c->reint_cpu) {
+		int r = kernel_proc_signal(&c->proc, SIGINT);
+		log_kv(LOG_INFO, "kernel.interrupt_again", "pid=%ld after_ms=%lld r=%d",
+		       (long)c->proc.pid, (long long)(now - (c->grace_deadline -
+							     c->cfg.interrupt_grace_ms)), r);
+		if (c->reint_step_ms < REINT_MAX_MS)
+			c->reint_step_ms *= 2;
+		if (c->reint_step_ms > REINT_MAX_MS)
+			c->reint_step_ms = REINT_MAX_MS;
+	}
+	c->reint_cpu = cpu;
+	c->reint_at = now + c->reint_step_ms;
 }
 
 /* --- callbacks from the backends ------------------------------------------*/
+
+/* 1 if m shows the cell itself doing something (output, a result, an
+ * error, its end), not just its start (status busy, execute_input), which
+ * can follow an interrupt the kernel ignored as it came too early. */
+static int is_reaction(const struct jupyter_msg *m)
+{
+	const char *t = m->msg_type ? m->msg_type : "";
+	if (strcmp(t, "execute_input") == 0)
+		return 0;
+	if (strcmp(t, "status") == 0) {
+		const char *st = json_string_value(json_object_get(m->content, "execution_state"));
+		return st && strcmp(st, "idle") == 0;
+	}
+	return 1;
+}
 
 void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 {
@@ -443,6 +517,8 @@ void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 	int r = jupyter_exec_feed(&c->x, m);
 	if (r <= 0)
 		return;
+	if (is_reaction(m))
+		c->cur_heard++;
 	flush_events(c);
 	if (jupyter_exec_complete(&c->x)) {
 		finish(c, NULL);
@@ -466,7 +542,10 @@ void kernel__on_ready(struct kernel_ctx *c, const json_t *kernel_info)
 
 void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_t n)
 {
-	if (!c->cur || c->cur->kind != JOB_USER)
+	if (!c->cur)
+		return;
+	c->cur_heard++;
+	if (c->cur->kind != JOB_USER)
 		return;
 	if (jupyter_exec_stream(&c->x, is_stderr, s, n) == 0)
 		flush_events(c);
@@ -479,6 +558,56 @@ void kernel__on_lost(struct kernel_ctx *c, const char *why)
 
 /* --- the loop -------------------------------------------------------------*/
 
+static int same_dir(const char *a, const char *b)
+{
+	return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+/*
+ * A spare was taken: h (taken) holds its new owner's settings.  They apply
+ * to later restarts; the running kernel gets its normal CPU and OOM
+ * standing back at once and, only if the owner's env or cwd differ from
+ * the spare's, a setup job ahead of any of the owner's code.  (The
+ * reseed was done at restore, or the spare started after it.)
+ */
+static void adopt_handover(struct kernel_ctx *c, struct kernel_cfg *h)
+{
+	int need_setup = (h->env_added && h->env_added[0]) ||
+			 (h->cwd && !same_dir(h->cwd, c->cfg.cwd));
+	char *python = c->cfg.python;
+	c->cfg.python = NULL;
+	enum kernel_kind kind = c->cfg.kind;
+	kernel__cfg_clear(&c->cfg);
+	c->cfg = *h;
+	free(c->cfg.python);
+	c->cfg.python = python;
+	c->cfg.kind = kind;
+	c->cfg.nice = 0;
+	c->cfg.idle = 0;
+	c->no_restart = 0;
+	free(h);
+	if (c->proc.pid > 0) {
+		int r = kernel_proc_promote(&c->proc);
+		if (r < 0)
+			log_kv(LOG_WARN, "kernel.promote_failed", "pid=%ld errno=%d",
+			       (long)c->proc.pid, -r);
+	}
+	if (!need_setup)
+		return;
+	char *code = kernel__code_setup(c->cfg.cwd, c->cfg.env_added);
+	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "setup", code, strlen(code), 0)
+				    : NULL;
+	free(code);
+	if (!j) {
+		/* Without its env and cwd the kernel is not what was asked for. */
+		kill_kernel(c, "out of memory while setting up the kernel");
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	kernel__push_front_locked(c, j);
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* Requests from the agent's thread.  Returns 1 when asked to stop. */
 static int take_requests(struct kernel_ctx *c, int64_t now)
 {
@@ -489,19 +618,8 @@ static int take_requests(struct kernel_ctx *c, int64_t now)
 	c->interrupt_req = c->restart_req = 0;
 	c->handover = NULL;
 	pthread_mutex_unlock(&c->mu);
-	if (h) {
-		/* A spare was taken: its new owner's settings for later restarts. */
-		char *python = c->cfg.python;
-		c->cfg.python = NULL;
-		enum kernel_kind kind = c->cfg.kind;
-		kernel__cfg_clear(&c->cfg);
-		c->cfg = *h;
-		free(c->cfg.python);
-		c->cfg.python = python;
-		c->cfg.kind = kind;
-		c->cfg.nice = 0;
-		free(h);
-	}
+	if (h)
+		adopt_handover(c, h);
 	if (stop)
 		return 1;
 	if (intr)
@@ -535,6 +653,7 @@ static int64_t next_deadline(struct kernel_ctx *c)
 		due = min_due(due, c->start_deadline);
 	due = min_due(due, c->cur_interrupted ? 0 : c->cur_deadline);
 	due = min_due(due, c->grace_deadline);
+	due = min_due(due, c->reint_at);
 	due = min_due(due, c->finish_deadline);
 	if (c->death_wait_until)
 		due = min_due(due, util_now_ms() + DEATH_RECHECK_MS);
@@ -558,6 +677,8 @@ static void on_timers(struct kernel_ctx *c, int64_t now)
 	}
 	if (c->cur && c->cur_deadline && !c->cur_interrupted && now >= c->cur_deadline)
 		interrupt(c, 1, now);
+	if (c->cur && c->cur_interrupted && c->reint_at && now >= c->reint_at)
+		reinterrupt(c, now);
 	if (c->cur && c->grace_deadline && now >= c->grace_deadline) {
 		char why[160];
 		snprintf(why, sizeof(why), "the kernel did not stop within %lld ms of the interrupt",
@@ -610,7 +731,7 @@ void *kernel__thread_main(void *arg)
 		int64_t now = util_now_ms();
 		if (take_requests(c, now))
 			break;
-		if (c->st == KS_NONE && (!c->lazy_start || has_work(c)))
+		if (c->st == KS_NONE && !c->no_restart && (!c->lazy_start || has_work(c)))
 			start_kernel(c);
 		start_next(c);
 

@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,8 +131,21 @@ static void child(const struct kernel_spawn *s, const int fd[4], int errfd, pid_
 		e = errno;
 	if (!e && getppid() != parent)
 		_exit(127); /* the starting thread's process is already gone */
-	if (!e && s->nice > 0)
+	if (!e && s->idle) {
+		/* A spare only takes CPU nobody else wants, and is the OOM
+		 * killer's first victim; best effort (no error if refused). */
+		struct sched_param sp = { .sched_priority = 0 };
+		sched_setscheduler(0, SCHED_IDLE, &sp);
+		setpriority(PRIO_PROCESS, 0, 19);
+		int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		if (oom >= 0) {
+			ssize_t w = write(oom, "1000", 4);
+			(void)w;
+			close(oom);
+		}
+	} else if (!e && s->nice > 0) {
 		setpriority(PRIO_PROCESS, 0, s->nice);
+	}
 	if (!e && s->cwd && chdir(s->cwd) < 0)
 		e = errno;
 	for (int i = 0; i < 4 && !e; i++)
@@ -312,6 +327,79 @@ int kernel_proc_kill(struct kernel_proc *p, int64_t timeout_ms)
 	}
 	kernel_proc_give_up(p);
 	return -ETIMEDOUT;
+}
+
+/* One thread back to SCHED_OTHER at nice 0.  0 or -errno. */
+static int promote_task(pid_t tid)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	int r = 0;
+	if (sched_setscheduler(tid, SCHED_OTHER, &sp) < 0)
+		r = -errno;
+	if (setpriority(PRIO_PROCESS, (id_t)tid, 0) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int kernel_proc_promote(const struct kernel_proc *p)
+{
+	if (p->pid <= 0)
+		return -ESRCH;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)p->pid);
+	int r = 0, seen = 0;
+	DIR *d = opendir(path);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			char *end;
+			long tid = strtol(de->d_name, &end, 10);
+			if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || tid <= 0)
+				continue;
+			int e = promote_task((pid_t)tid);
+			if (e < 0 && e != -ESRCH && r == 0)
+				r = e; /* a thread that just ended is fine */
+			seen++;
+		}
+		closedir(d);
+	}
+	if (!seen)
+		r = promote_task(p->pid);
+	snprintf(path, sizeof(path), "/proc/%ld/oom_score_adj", (long)p->pid);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int e = fd < 0 ? -errno : util_write_all(fd, "0", 1);
+	if (fd >= 0)
+		close(fd);
+	if (e < 0 && e != -ENOENT && r == 0)
+		r = e;
+	return r;
+}
+
+int kernel_proc_sample(const struct kernel_proc *p, char *state, uint64_t *cpu)
+{
+	if (p->pid <= 0)
+		return -ESRCH;
+	char path[64], *txt = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/stat", (long)p->pid, (long)p->pid);
+	int r = util_read_file(path, 4096, &txt, &len);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	/* "pid (comm) S ppid ... utime stime ...": comm may hold anything,
+	 * so fields count from the last ')'; utime and stime are the 11th
+	 * and 12th after the state. */
+	char *rp = strrchr(txt, ')');
+	unsigned long long ut = 0, st = 0;
+	char s = 0;
+	int n = rp ? sscanf(rp + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &s,
+			    &ut, &st)
+		   : 0;
+	free(txt);
+	if (n != 3)
+		return -EINVAL;
+	*state = s;
+	*cpu = ut + st;
+	return 0;
 }
 
 void kernel_proc_release(struct kernel_proc *p)

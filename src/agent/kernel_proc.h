@@ -6,7 +6,7 @@
  * setsid() (it leads its own process group, so an interrupt or a kill of
  * the group reaches its children and leaves no orphans), signals unblocked
  * and at default, fds 0..3 as asked and every other fd closed, optional
- * niceness, and PR_SET_PDEATHSIG=SIGKILL tied to the starting thread (a
+ * niceness (or a spare's idle standing), and PR_SET_PDEATHSIG=SIGKILL tied to the starting thread (a
  * context's thread outlives its kernels).  An exec failure comes back as
  * its errno.
  *
@@ -34,6 +34,9 @@ struct kernel_spawn {
 	const char *cwd;       /* NULL: inherit */
 	int fd[4];             /* fds that become 0..3; -1: /dev/null (0..2) or closed (3) */
 	int nice;              /* niceness to add (0..19) */
+	int idle;              /* a warm spare: SCHED_IDLE, nice 19 and
+	                          oom_score_adj 1000 (undone by
+	                          kernel_proc_promote) */
 };
 
 struct kernel_proc {
@@ -73,6 +76,21 @@ int kernel_proc_signal(const struct kernel_proc *p, int sig);
  * leader to end (status collected when we can).  0, or -ETIMEDOUT.
  */
 int kernel_proc_kill(struct kernel_proc *p, int64_t timeout_ms);
+
+/*
+ * kernel_proc_promote - undo a spare's low standing: every thread of the
+ * process (from /proc/PID/task; the leader alone without /proc) back to
+ * SCHED_OTHER at nice 0, and oom_score_adj 0.  Needs CAP_SYS_NICE (the
+ * agent is root).  0, or the first -errno met (the rest is still done).
+ */
+int kernel_proc_promote(const struct kernel_proc *p);
+
+/*
+ * kernel_proc_sample - the main thread's scheduler state letter (R, S, D,
+ * ...; from /proc/PID/task/PID/stat) into *state and its CPU time so far
+ * (user + system, clock ticks) into *cpu.  0 or -errno (-ESRCH: gone).
+ */
+int kernel_proc_sample(const struct kernel_proc *p, char *state, uint64_t *cpu);
 
 /* kernel_proc_release - close the pidfd and forget the process (after it
  * exited, or to abandon it).  Safe on an empty struct. */

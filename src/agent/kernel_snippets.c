@@ -1,7 +1,7 @@
 /*
  * kernel_snippets.c - the Python the agent runs in a kernel on its own
  * behalf (silently, as internal jobs): warm-up, reseed, and the setup of a
- * spare for its new owner.  Each defines a function, calls it and deletes
+ * taken spare for its new owner (its env and cwd, when they differ).  Each defines a function, calls it and deletes
  * it, leaving the user's namespace as it was.  They run unchanged on
  * ipykernel and on the fallback kernel.  Pure; any thread.
  */
@@ -67,7 +67,8 @@ char *kernel__code_reseed(void)
 	return strdup(reseed_src);
 }
 
-/* The setup travels as hex-encoded JSON, so no value can break the code. */
+/* The setup travels as hex-encoded JSON, so no value can break the code.
+ * No reseed here: every kernel reseeds at restore (kernel_reseed_all). */
 char *kernel__code_setup(const char *cwd, char *const *env_added)
 {
 	json_t *env = json_object();
@@ -105,9 +106,8 @@ char *kernel__code_setup(const char *cwd, char *const *env_added)
 		     "    if d.get('cwd'):\n"
 		     "        os.chdir(d['cwd'])\n"
 		     "__pandastack_setup()\n"
-		     "del __pandastack_setup\n"
-		     "%s",
-		     hex, reseed_src) < 0)
+		     "del __pandastack_setup\n",
+		     hex) < 0)
 		code = NULL;
 	free(hex);
 	return code;

@@ -204,13 +204,16 @@ static int pool_check(struct pool_wait *p)
 		return 0;
 	int64_t ms = util_now_ms() - p->t0;
 	json_t *o;
+	unsigned ready = kernel_pool_ready();
 	if (st == KERNEL_POOL_READY)
-		o = json_pack("{s:s, s:I}", "state", "ready", "ms", (json_int_t)ms);
+		o = json_pack("{s:s, s:I, s:I}", "state", "ready", "ms", (json_int_t)ms, "kernels",
+			      (json_int_t)ready);
 	else
-		o = json_pack("{s:s, s:s, s:I}", "state", "failed", "error",
+		o = json_pack("{s:s, s:s, s:I, s:I}", "state", "failed", "error",
 			      st == KERNEL_POOL_FAILED ? err : "no spare kernel", "ms",
-			      (json_int_t)ms);
-	log_kv(LOG_INFO, "context.pool", "state=%d ms=%lld", (int)st, (long long)ms);
+			      (json_int_t)ms, "kernels", (json_int_t)ready);
+	log_kv(LOG_INFO, "context.pool", "state=%d kernels=%u ms=%lld", (int)st, ready,
+	       (long long)ms);
 	stream_end(p->s, o);
 	return 1;
 }
@@ -258,6 +261,16 @@ static int op_pool(struct astream *s, struct agent_req *req)
 		.kind = KERNEL_AUTO,
 		.env = (const char *const *)envp,
 		.warm_code = req->code,
+		/* the spares start where a context starts by default, so taking
+		 * one needs no chdir */
+		.cwd = s->env->workdir,
+		.pool_size = (unsigned)req->pool_kernels,
+		/* the guest is ours: spares run at idle priority and a refill
+		 * also waits for idle CPUs there; the test modes run on a host
+		 * shared with other work, where an idle-class spare might
+		 * never run */
+		.refill_cpu_idle = s->env->init_mode,
+		.spare_full_priority = !s->env->init_mode,
 		/* the test modes run on a host: keep its /run clean */
 		.run_dir = s->env->init_mode ? NULL : "/tmp",
 	};
@@ -282,6 +295,9 @@ static int op_pool(struct astream *s, struct agent_req *req)
 	pool_waiter = p;
 	return 0;
 }
+
+_Static_assert(AGENT_REQ_POOL_KERNELS_MAX == KERNEL_POOL_MAX,
+	       "context_pool's kernels and the pool's size agree");
 
 /* --- entry ---------------------------------------------------------------------*/
 

@@ -82,6 +82,7 @@ static const struct field no_fields[] = {
 };
 static const struct field ctx_pool_fields[] = {
 	{"code", T_STRING, 0},
+	{"kernels", T_UINT, 0},
 	{NULL, 0, 0},
 };
 
@@ -304,7 +305,9 @@ static int fill_context(const struct op_spec *sp, json_t *root, struct agent_req
 	    (e = parse_uint_max(get(root, "idle_timeout_ms"), "idle_timeout_ms",
 				AGENT_REQ_IDLE_MAX_MS, &r->idle_timeout_ms, err, errlen)) < 0 ||
 	    (e = parse_uint_max(get(root, "output_cap"), "output_cap", AGENT_REQ_OUTPUT_CAP_MAX,
-				&r->output_cap, err, errlen)) < 0)
+				&r->output_cap, err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "kernels"), "kernels", AGENT_REQ_POOL_KERNELS_MAX,
+				&r->pool_kernels, err, errlen)) < 0)
 		return e;
 	return 0;
 }

@@ -56,6 +56,8 @@ enum agent_op {
 #define AGENT_REQ_CODE_MAX (4u * 1024u * 1024u)
 #define AGENT_REQ_WARM_CODE_MAX (64u * 1024u)
 #define AGENT_REQ_IDLE_MAX_MS AGENT_REQ_TIMEOUT_MAX_MS
+/* context_pool: most warm kernels (kernel.h's KERNEL_POOL_MAX). */
+#define AGENT_REQ_POOL_KERNELS_MAX 8u
 
 /* A validated request.  Strings and env are owned (free with
  * agent_req_free); fields not used by the op are zero / NULL. */
@@ -83,6 +85,7 @@ struct agent_req {
 	char *code;             /* context_run, context_pool (warm-up); NUL-free */
 	size_t code_len;        /* bytes of code without the NUL */
 	uint64_t idle_timeout_ms; /* context_create: reap after this idle; 0 default */
+	uint64_t pool_kernels;  /* context_pool: warm kernels to keep; 0 default (1) */
 };
 
 /*

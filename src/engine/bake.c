@@ -7,7 +7,8 @@
  *     boot QEMU (memory file share=on) -> agent HELLO within BAKE_BOOT_MS,
  *       else kill and boot again (up to BAKE_BOOT_ATTEMPTS: ~1 in 5 TCG
  *       microvm boots hang)
- *     restore message, warm kernel (context_pool), close the agent connection
+ *     restore message, warm kernels (context_pool, the manifest's
+ *       warm_kernels), close the agent connection
  *     x-ignore-shared, stop, migrate to state via fd:, quit
  *     template.json written last
  *   rename into place (an old template is moved aside and removed).
@@ -80,15 +81,16 @@ static int fail(struct bake *b, int code, const char *fmt, ...)
 }
 
 /*
- * Leave a warm code-context kernel in the guest (the agent's context_pool:
- * a kernel with numpy, pandas and pyplot imported where the image has them,
- * plus the template's warm code), so that the snapshot holds it and every
- * sandbox's first context answers at once.  Without warm code a template
- * whose kernel cannot start (no python3) is still baked, without one.
+ * Leave kernels warm code-context kernels in the guest (the agent's
+ * context_pool: each with numpy, pandas and pyplot imported where the
+ * image has them, plus the template's warm code), so that the snapshot
+ * holds them and every sandbox's first that many contexts answer at once.
+ * Without warm code a template whose kernel cannot start (no python3) is
+ * still baked, without one.
  */
-static int warm(struct bake *b, struct agent_conn *a, const char *code)
+static int warm(struct bake *b, struct agent_conn *a, const char *code, unsigned kernels)
 {
-	json_t *req = json_pack("{s:s}", "op", "context_pool");
+	json_t *req = json_pack("{s:s, s:i}", "op", "context_pool", "kernels", (int)kernels);
 	if (req && code[0])
 		json_object_set_new(req, "code", json_string(code));
 	if (!req)
@@ -109,7 +111,9 @@ static int warm(struct bake *b, struct agent_conn *a, const char *code)
 			say(b, "no warm kernel: %.200s", why ? why : "?");
 	} else {
 		json_int_t ms = json_integer_value(json_object_get(res, "ms"));
-		say(b, "warm kernel ready after %.1f s", (double)ms / 1000.0);
+		json_int_t n = json_integer_value(json_object_get(res, "kernels"));
+		say(b, "%lld warm kernel%s ready after %.1f s", (long long)n, n == 1 ? "" : "s",
+		    (double)ms / 1000.0);
 	}
 	json_decref(res);
 	return r;
@@ -251,6 +255,7 @@ static int write_template_json(const char *tmp, const struct manifest *m, const 
 	if (!o)
 		return -ENOMEM;
 	json_object_set_new(o, "warm", json_string(m->warm));
+	json_object_set_new(o, "warm_kernels", json_integer(m->warm_kernels));
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
 	if (!s)
@@ -372,9 +377,12 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 		fail(&b, r, "the agent's restore failed: %s", strerror(-r));
 		goto fail_vm;
 	}
-	say(&b, "warming a code-context kernel%s%.60s", m->warm[0] ? " with: " : "", m->warm);
-	if ((r = warm(&b, a, m->warm)) < 0)
-		goto fail_vm;
+	if (m->warm_kernels > 0) {
+		say(&b, "warming %u code-context kernel%s%s%.60s", m->warm_kernels,
+		    m->warm_kernels == 1 ? "" : "s", m->warm[0] ? " with: " : "", m->warm);
+		if ((r = warm(&b, a, m->warm, m->warm_kernels)) < 0)
+			goto fail_vm;
+	}
 	/* The snapshot is taken with no host connected: every clone starts
 	 * with the agent waiting for its host. */
 	agent_conn_close(a);

@@ -129,6 +129,13 @@ int manifest_load(const char *cache_dir, const char *name, struct manifest *m,
 		json_decref(o);
 		return r;
 	}
+	m->warm_kernels = 1; /* manifests written before the field existed */
+	if (json_object_get(o, "warm_kernels") &&
+	    (r = get_uint(o, "warm_kernels", 0, MANIFEST_WARM_KERNELS_MAX, &m->warm_kernels, err,
+			  errlen)) < 0) {
+		json_decref(o);
+		return r;
+	}
 	json_decref(o);
 	if (strcmp(m->name, name) != 0) {
 		snprintf(err, errlen, "%s names template '%s'", path, m->name);

@@ -17,6 +17,8 @@
 #define MANIFEST_CMDLINE_MAX 2048
 #define MANIFEST_WARM_MAX 16384
 #define MANIFEST_FILE_MAX (256u * 1024u)
+/* Most warm code-context kernels a template may hold (the agent's limit). */
+#define MANIFEST_WARM_KERNELS_MAX 8
 
 struct manifest {
 	char name[MANIFEST_NAME_MAX];
@@ -29,6 +31,7 @@ struct manifest {
 	char rootfs_key[65];
 	char cmdline[MANIFEST_CMDLINE_MAX];
 	char warm[MANIFEST_WARM_MAX]; /* Python code to run before the snapshot, or "" */
+	unsigned warm_kernels;     /* warm kernels in the snapshot (0..8; absent: 1) */
 	unsigned memory_mib;
 	unsigned vcpus;
 };

@@ -12,6 +12,7 @@
  * that restore queues in it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -456,36 +457,57 @@ static void test_pool_and_reseed(void **state)
 {
 	struct fixture *f = *state;
 	json_t *res = NULL;
-	json_t *req = json_pack("{s:s, s:s}", "op", "context_pool", "code", "warm_marker = 1");
+	/* two warm kernels, as code-interpreter's template has */
+	json_t *req = json_pack("{s:s, s:s, s:i}", "op", "context_pool", "code", "warm_marker = 1",
+				"kernels", 2);
 	assert_int_equal(agent_call(f->c, req, CREATE_MS, &res), 0);
 	json_decref(req);
 	assert_string_equal(json_string_value(json_object_get(res, "state")), "ready");
+	assert_int_equal(json_integer_value(json_object_get(res, "kernels")), 2);
 	json_decref(res);
-	/* restore queues a reseed in the spare */
+	/* restore queues a reseed in every spare */
 	static const char entropy[] =
 		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 		"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f";
 	res = harness_call(f->c, json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns",
 					   "1000000000", "entropy", entropy));
 	assert_null(end_error(res));
-	assert_int_equal(json_integer_value(json_object_get(res, "kernels_reseeded")), 1);
+	assert_int_equal(json_integer_value(json_object_get(res, "kernels_reseeded")), 2);
 	json_decref(res);
-	/* the first context takes the warm spare: the warm code ran in it */
+	/* two contexts in a row each take a warm spare: the warm code ran in
+	 * both, and the default cwd needs no setup */
 	json_t *end = create_ctx(f->c, "ctx_p1", NULL);
 	assert_null(end_error(end));
+	long p1 = (long)json_integer_value(json_object_get(end, "pid"));
 	json_decref(end);
-	struct run r;
-	run_code(f->c, "ctx_p1", "'pandas' in __import__('sys').modules, warm_marker", 0, &r);
-	assert_null(error_name(r.end));
-	assert_string_equal(main_text(&r), "(True, 1)");
-	run_clear(&r);
-	/* a new spare was started for the next one, which takes it */
-	end = create_ctx(f->c, "ctx_p2", NULL);
+	end = create_ctx(f->c, "ctx_p2", json_pack("{s:s}", "cwd", "/tmp"));
 	assert_null(end_error(end));
+	long p2 = (long)json_integer_value(json_object_get(end, "pid"));
 	json_decref(end);
-	run_code(f->c, "ctx_p2", "warm_marker", 0, &r);
-	assert_string_equal(main_text(&r), "1");
+	assert_true(p1 > 0 && p2 > 0 && p1 != p2);
+	struct run r;
+	run_code(f->c, "ctx_p1", "import os\n('pandas' in __import__('sys').modules, warm_marker, "
+				 "os.getcwd())", 0, &r);
+	assert_null(error_name(r.end));
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof(want), "(True, 1, '%s')", f->a.ws);
+	assert_string_equal(main_text(&r), want);
 	run_clear(&r);
+	run_code(f->c, "ctx_p2", "import os\n(warm_marker, os.getcwd())", 0, &r);
+	assert_string_equal(main_text(&r), "(1, '/tmp')");
+	run_clear(&r);
+	/* the pool fills up again once the contexts are quiet */
+	req = json_pack("{s:s, s:s, s:i}", "op", "context_pool", "code", "warm_marker = 2",
+			"kernels", 2);
+	assert_int_equal(agent_call(f->c, req, CREATE_MS, &res), 0);
+	json_decref(req);
+	assert_string_equal(json_string_value(json_object_get(res, "state")), "ready");
+	assert_int_equal(json_integer_value(json_object_get(res, "kernels")), 2);
+	json_decref(res);
+	/* a pool over the limit is refused */
+	res = harness_call(f->c, json_pack("{s:s, s:i}", "op", "context_pool", "kernels", 9));
+	assert_string_equal(end_error(res), "EINVAL");
+	json_decref(res);
 }
 
 static void test_agent_exit_stops_kernels(void **state)

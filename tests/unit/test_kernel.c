@@ -8,8 +8,10 @@
  * are measured in bench/, not asserted here, except that a 2 s timeout
  * must end a 100 s sleep well before the sleep would.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -25,6 +28,7 @@
 #include <openssl/evp.h>
 
 #include "agent/kernel.h"
+#include "agent/kernel_proc.h"
 #include "common/util.h"
 
 #define RUN_DEADLINE_MS 120000
@@ -320,13 +324,9 @@ static void case_death_by_signal(struct ctx_box *b)
 	expect_text(b, "3 * 3", "9");
 }
 
-static void case_interrupt(struct ctx_box *b)
+/* Wait for run id's first event (into evs): its "started\n" output. */
+static void wait_first_output(struct ctx_box *b, uint64_t id, json_t *evs)
 {
-	uint64_t id;
-	const char *code = "import time\nprint('started', flush=True)\ntime.sleep(100)";
-	assert_int_equal(kernel_ctx_run(b->c, code, strlen(code), 0, &id), 0);
-	json_t *evs = json_array();
-	/* Wait until the code runs (its first output), then interrupt. */
 	int64_t end = util_now_ms() + RUN_DEADLINE_MS;
 	while (json_array_size(evs) == 0 && util_now_ms() < end) {
 		struct pollfd p = { .fd = kernel_ctx_fd(b->c), .events = POLLIN };
@@ -336,11 +336,23 @@ static void case_interrupt(struct ctx_box *b)
 		while (kernel_ctx_next_event(b->c, &eid, &ev) == 0) {
 			if (eid == id)
 				json_array_append(evs, ev);
+			else if (eid == 0)
+				json_array_append(b->ctx_events, ev);
 			json_decref(ev);
 		}
 	}
 	assert_int_equal(json_array_size(evs), 1);
 	assert_string_equal(str(json_array_get(evs, 0), "text"), "started\n");
+}
+
+static void case_interrupt(struct ctx_box *b)
+{
+	uint64_t id;
+	const char *code = "import time\nprint('started', flush=True)\ntime.sleep(100)";
+	assert_int_equal(kernel_ctx_run(b->c, code, strlen(code), 0, &id), 0);
+	json_t *evs = json_array();
+	/* Wait until the code runs (its first output), then interrupt. */
+	wait_first_output(b, id, evs);
 	assert_int_equal(kernel_ctx_interrupt(b->c), 0);
 	assert_int_equal(pump(b, id, NULL, evs, RUN_DEADLINE_MS), 0);
 	json_t *done = json_array_get(evs, json_array_size(evs) - 1);
@@ -348,6 +360,38 @@ static void case_interrupt(struct ctx_box *b)
 	assert_false(json_is_true(json_object_get(done, "timed_out")));
 	json_decref(evs);
 	expect_text(b, "'after'", "after");
+}
+
+/*
+ * An interrupt can land just before the kernel blocks in a system call and
+ * then act only when the call returns (CPython runs signal handlers
+ * between bytecodes).  Here the cell swallows the first SIGINT, which
+ * looks the same from outside: the kernel must still stop, with its state,
+ * not be killed at the end of the grace period.
+ */
+static void case_interrupt_lost_once(struct ctx_box *b)
+{
+	struct run r;
+	run_code(b, "kept_too = 'yes'", 0, &r);
+	assert_ok(&r);
+	run_clear(&r);
+	uint64_t id;
+	const char *code = "import signal, time\n"
+			   "prev = signal.getsignal(signal.SIGINT)\n"
+			   "def swallow(signum, frame):\n"
+			   "    signal.signal(signal.SIGINT, prev)\n"
+			   "signal.signal(signal.SIGINT, swallow)\n"
+			   "print('started', flush=True)\n"
+			   "time.sleep(100)";
+	assert_int_equal(kernel_ctx_run(b->c, code, strlen(code), 0, &id), 0);
+	json_t *evs = json_array();
+	wait_first_output(b, id, evs);
+	assert_int_equal(kernel_ctx_interrupt(b->c), 0);
+	assert_int_equal(pump(b, id, NULL, evs, RUN_DEADLINE_MS), 0);
+	json_t *done = json_array_get(evs, json_array_size(evs) - 1);
+	assert_string_equal(str(json_object_get(done, "error"), "name"), "KeyboardInterrupt");
+	json_decref(evs);
+	expect_text(b, "kept_too", "yes");
 }
 
 static void case_cancel_queued(struct ctx_box *b)
@@ -418,6 +462,7 @@ JUPYTER_CASE(timeout_keeps_state)
 JUPYTER_CASE(death_exit_status)
 JUPYTER_CASE(death_by_signal)
 JUPYTER_CASE(interrupt)
+JUPYTER_CASE(interrupt_lost_once)
 JUPYTER_CASE(cancel_queued)
 JUPYTER_CASE(fd_output)
 
@@ -633,6 +678,7 @@ FALLBACK_CASE(timeout_keeps_state)
 FALLBACK_CASE(death_exit_status)
 FALLBACK_CASE(death_by_signal)
 FALLBACK_CASE(interrupt)
+FALLBACK_CASE(interrupt_lost_once)
 FALLBACK_CASE(cancel_queued)
 FALLBACK_CASE(fd_output)
 
@@ -805,14 +851,117 @@ static int pool_wait(enum kernel_pool_state want)
 	return -ETIMEDOUT;
 }
 
-static void test_pool_warm_and_reseed(void **state)
+/* Every thread of pid: 1 if all run at policy (and, for SCHED_OTHER,
+ * nice 0), else 0. */
+static int threads_at(pid_t pid, int policy)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int ok = 1, n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		pid_t tid = (pid_t)atol(de->d_name);
+		int pol = sched_getscheduler(tid);
+		if (pol < 0)
+			continue; /* a thread that just ended */
+		n++;
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+		if (pol != policy || (policy == SCHED_OTHER && nice != 0) ||
+		    (policy == SCHED_IDLE && nice != 19))
+			ok = 0;
+	}
+	closedir(d);
+	return ok && n > 0;
+}
+
+static long oom_adj(pid_t pid)
+{
+	char path[64], *txt = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/oom_score_adj", (long)pid);
+	if (util_read_file(path, 64, &txt, &len) < 0)
+		return -9999;
+	long v = atol(txt);
+	free(txt);
+	return v;
+}
+
+static int has_pid(const pid_t *v, size_t n, pid_t p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == p)
+			return 1;
+	return 0;
+}
+
+/* Pool options for the tests: spares at normal priority, since an
+ * idle-class process may not run at all on a busy test host (the idle
+ * standing itself is test_spare_standing's). */
+static struct kernel_opts pool_opts(unsigned size)
+{
+	struct kernel_opts o = { .kind = have_ipykernel ? KERNEL_JUPYTER : KERNEL_FALLBACK,
+				 .python = python, .run_dir = test_dir, .pool_size = size,
+				 .spare_full_priority = 1 };
+	return o;
+}
+
+static void test_spare_standing(void **state)
 {
 	(void)state;
-	struct kernel_opts o = { .kind = have_ipykernel ? KERNEL_JUPYTER : KERNEL_FALLBACK,
-				 .python = python, .run_dir = test_dir };
+	if (geteuid() != 0)
+		skip(); /* promotion lowers nice and oom_score_adj: root only */
+	/* A spare's process: idle class, nice 19, the OOM killer's first. */
+	char *argv[] = { "sleep", "100", NULL };
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	char *path = kernel_proc_which("sleep", envp);
+	assert_non_null(path);
+	struct kernel_spawn sp = { .path = path, .argv = argv, .envp = envp,
+				   .fd = { -1, -1, -1, -1 }, .idle = 1 };
+	struct kernel_proc p;
+	assert_int_equal(kernel_proc_spawn(&sp, &p), 0);
+	free(path);
+	assert_true(threads_at(p.pid, SCHED_IDLE));
+	assert_int_equal(oom_adj(p.pid), 1000);
+	/* Taken: normal class, nice 0, ordinary OOM standing. */
+	assert_int_equal(kernel_proc_promote(&p), 0);
+	assert_true(threads_at(p.pid, SCHED_OTHER));
+	assert_int_equal(oom_adj(p.pid), 0);
+	assert_int_equal(kernel_proc_kill(&p, 10000), 0);
+	kernel_proc_release(&p);
+
+	/* The pool spawns its spares that way by default. */
+	struct kernel_opts o = pool_opts(1);
+	o.spare_full_priority = 0;
+	o.kind = KERNEL_FALLBACK;
+	assert_int_equal(kernel_pool_start(&o), 0);
+	pid_t spares[KERNEL_POOL_MAX];
+	int64_t end = util_now_ms() + RUN_DEADLINE_MS;
+	while (kernel_pool_pids(spares, KERNEL_POOL_MAX) == 0 && util_now_ms() < end)
+		usleep(20 * 1000);
+	assert_int_equal(kernel_pool_pids(spares, KERNEL_POOL_MAX), 1);
+	assert_true(threads_at(spares[0], SCHED_IDLE));
+	assert_int_equal(oom_adj(spares[0]), 1000);
+	kernel_pool_stop();
+	assert_int_equal(kernel_wait_all(30000), 0);
+}
+
+static void test_pool_two_warm_then_refill_when_idle(void **state)
+{
+	(void)state;
+	struct kernel_opts o = pool_opts(2);
 	assert_int_equal(kernel_pool_start(&o), 0);
 	assert_int_equal(pool_wait(KERNEL_POOL_READY), 0);
+	assert_int_equal(kernel_pool_ready(), 2);
+	pid_t spares[KERNEL_POOL_MAX];
+	assert_int_equal(kernel_pool_pids(spares, KERNEL_POOL_MAX), 2);
 
+	/* Two contexts in a row both take a warm kernel... */
 	const char *env[] = { "PANDASTACK_OWNER=a", NULL };
 	struct kernel_opts take = o;
 	take.use_pool = 1;
@@ -820,20 +969,132 @@ static void test_pool_warm_and_reseed(void **state)
 	take.cwd = test_dir;
 	struct ctx_box a = { NULL, json_array() }, b = { NULL, json_array() };
 	assert_int_equal(kernel_ctx_create(&take, &a.c), 0);
-	pid_t spare_pid = kernel_ctx_pid(a.c);
-	assert_true(spare_pid > 0); /* a running kernel, not a cold start */
-	if (have_ipykernel)
+	take.env = NULL;
+	take.cwd = NULL;
+	assert_int_equal(kernel_ctx_create(&take, &b.c), 0);
+	pid_t pa = kernel_ctx_pid(a.c), pb = kernel_ctx_pid(b.c);
+	assert_true(has_pid(spares, 2, pa) && has_pid(spares, 2, pb) && pa != pb);
+
+	/* ...and while a context has work queued or running (from the take
+	 * on), nothing refills. */
+	const char *nap = "import time\ntime.sleep(0.4)";
+	uint64_t ids[6];
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(kernel_ctx_run(a.c, nap, strlen(nap), 0, &ids[i]), 0);
+	for (int i = 0; i < 6; i++) {
+		json_t *evs = json_array();
+		assert_int_equal(pump(&a, ids[i], NULL, evs, RUN_DEADLINE_MS), 0);
+		json_decref(evs);
+		if (i < 5)
+			assert_int_equal(kernel_pool_pids(spares, KERNEL_POOL_MAX), 0);
+	}
+
+	/* Each has the owner's env and cwd, and the warm imports. */
+	json_t *tmp = json_array();
+	assert_int_equal(pump(&b, (uint64_t)-1, "ready", tmp, RUN_DEADLINE_MS), 0);
+	json_decref(tmp);
+	if (have_ipykernel) {
 		expect_text(&a, "import sys\n'pandas' in sys.modules and 'matplotlib.pyplot' in sys.modules",
 			    "True");
+		expect_text(&b, "import sys\n'pandas' in sys.modules", "True");
+	}
 	expect_text(&a, "import os\nos.environ['PANDASTACK_OWNER']", "a");
 	expect_text(&a, "os.getcwd()", test_dir);
-	assert_int_equal(kernel_ctx_pid(a.c), spare_pid);
+	expect_text(&b, "import os\n'PANDASTACK_OWNER' in os.environ", "False");
+	assert_int_equal(kernel_ctx_pid(a.c), pa);
+	assert_int_equal(kernel_ctx_pid(b.c), pb);
 
-	/* Taking it started the next spare. */
+	/* Quiet again: the pool fills back to two warm spares. */
 	assert_int_equal(pool_wait(KERNEL_POOL_READY), 0);
-	take.env = NULL;
+	assert_int_equal(kernel_pool_pids(spares, KERNEL_POOL_MAX), 2);
+	assert_false(has_pid(spares, 2, pa) || has_pid(spares, 2, pb));
+
+	box_close(&a);
+	box_close(&b);
+	kernel_pool_stop();
+	assert_int_equal(kernel_pool_state(NULL, 0), KERNEL_POOL_NONE);
+	assert_int_equal(kernel_wait_all(30000), 0);
+}
+
+static void test_pool_replaces_a_dead_spare(void **state)
+{
+	(void)state;
+	struct kernel_opts o = pool_opts(1);
+	assert_int_equal(kernel_pool_start(&o), 0);
+	assert_int_equal(pool_wait(KERNEL_POOL_READY), 0);
+	pid_t spares[KERNEL_POOL_MAX];
+	assert_int_equal(kernel_pool_pids(spares, KERNEL_POOL_MAX), 1);
+	pid_t dead = spares[0];
+	assert_int_equal(kill(dead, SIGKILL), 0);
+	/* It is dropped, not restarted in place, and a new one is warmed. */
+	int64_t end = util_now_ms() + POOL_DEADLINE_MS;
+	size_t n = 1;
+	while (util_now_ms() < end) {
+		n = kernel_pool_pids(spares, KERNEL_POOL_MAX);
+		if (n == 1 && spares[0] != dead && kernel_pool_ready() == 1)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_int_equal(n, 1);
+	assert_int_not_equal(spares[0], dead);
+	assert_int_equal(kernel_pool_state(NULL, 0), KERNEL_POOL_READY);
+	/* The new spare serves a context. */
+	struct kernel_opts take = o;
+	take.use_pool = 1;
+	struct ctx_box a = { NULL, json_array() };
+	assert_int_equal(kernel_ctx_create(&take, &a.c), 0);
+	assert_int_equal(kernel_ctx_pid(a.c), spares[0]);
+	expect_text(&a, "6 * 7", "42");
+	box_close(&a);
+	kernel_pool_stop();
+	assert_int_equal(kernel_wait_all(30000), 0);
+}
+
+static void test_pool_that_cannot_start_fails(void **state)
+{
+	(void)state;
+	struct kernel_opts o = pool_opts(2);
+	o.python = "/nonexistent/python3";
+	o.kind = KERNEL_FALLBACK;
+	assert_int_equal(kernel_pool_start(&o), 0);
+	int64_t end = util_now_ms() + POOL_DEADLINE_MS;
+	char err[256] = "";
+	enum kernel_pool_state st = KERNEL_POOL_STARTING;
+	while (st != KERNEL_POOL_FAILED && util_now_ms() < end) {
+		struct pollfd p = { .fd = kernel_pool_fd(), .events = POLLIN };
+		poll(&p, 1, 200);
+		st = kernel_pool_state(err, sizeof(err));
+	}
+	assert_int_equal(st, KERNEL_POOL_FAILED);
+	assert_non_null(strstr(err, "starting python"));
+	/* A context does not take a failed spare: it starts its own kernel
+	 * (which fails the same way, as a failed event). */
+	o.use_pool = 1;
+	struct ctx_box b = { NULL, json_array() };
+	assert_int_equal(kernel_ctx_create(&o, &b.c), 0);
+	json_t *tmp = json_array();
+	assert_int_equal(pump(&b, (uint64_t)-1, "failed", tmp, RUN_DEADLINE_MS), 0);
+	json_decref(tmp);
+	box_close(&b);
+	/* Too big a pool is refused. */
+	struct kernel_opts big = pool_opts(KERNEL_POOL_MAX + 1);
+	assert_int_equal(kernel_pool_start(&big), -EINVAL);
+	kernel_pool_stop();
+	assert_int_equal(kernel_pool_state(NULL, 0), KERNEL_POOL_NONE);
+	assert_int_equal(kernel_wait_all(30000), 0);
+}
+
+static void test_pool_reseed(void **state)
+{
+	(void)state;
+	struct kernel_opts o = pool_opts(2);
+	assert_int_equal(kernel_pool_start(&o), 0);
+	assert_int_equal(pool_wait(KERNEL_POOL_READY), 0);
+	struct kernel_opts take = o;
+	take.use_pool = 1;
+	struct ctx_box a = { NULL, json_array() }, b = { NULL, json_array() };
+	assert_int_equal(kernel_ctx_create(&take, &a.c), 0);
 	assert_int_equal(kernel_ctx_create(&take, &b.c), 0);
-	assert_true(kernel_ctx_pid(b.c) != spare_pid);
 
 	/* Same seed in both, as two clones of one snapshot would have. */
 	const char *seed = "import random, sys\nrandom.seed(1234)\n"
@@ -915,6 +1176,7 @@ int main(void)
 		cmocka_unit_test(test_j_fd_output),
 		cmocka_unit_test(test_j_cancel_queued),
 		cmocka_unit_test(test_j_interrupt),
+		cmocka_unit_test(test_j_interrupt_lost_once),
 		cmocka_unit_test(test_j_timeout_keeps_state),
 		cmocka_unit_test(test_j_death_exit_status),
 		cmocka_unit_test(test_j_death_by_signal),
@@ -935,6 +1197,7 @@ int main(void)
 		cmocka_unit_test(test_f_fd_output),
 		cmocka_unit_test(test_f_cancel_queued),
 		cmocka_unit_test(test_f_interrupt),
+		cmocka_unit_test(test_f_interrupt_lost_once),
 		cmocka_unit_test(test_f_timeout_keeps_state),
 		cmocka_unit_test(test_f_death_exit_status),
 		cmocka_unit_test(test_f_death_by_signal),
@@ -946,7 +1209,11 @@ int main(void)
 		cmocka_unit_test(test_f_crash_loop_waits_for_work),
 	};
 	const struct CMUnitTest pool[] = {
-		cmocka_unit_test(test_pool_warm_and_reseed),
+		cmocka_unit_test(test_spare_standing),
+		cmocka_unit_test(test_pool_two_warm_then_refill_when_idle),
+		cmocka_unit_test(test_pool_replaces_a_dead_spare),
+		cmocka_unit_test(test_pool_that_cannot_start_fails),
+		cmocka_unit_test(test_pool_reseed),
 	};
 	int failed = cmocka_run_group_tests_name("kernel_jupyter", jupyter, jupyter_setup,
 						 jupyter_teardown);
