@@ -74,6 +74,13 @@ void api_contexts_create(struct http_req *r);
 void api_contexts_list(struct http_req *r);
 /* DELETE /v1/sandboxes/{id}/contexts/{ctx}: shut the kernel down, 204. */
 void api_contexts_delete(struct http_req *r);
+/* POST .../contexts/{ctx}/interrupt: interrupt the running cell (SIGINT to
+ * the kernel's process group; the context keeps its state), 204. */
+void api_contexts_interrupt(struct http_req *r);
+/* POST .../contexts/{ctx}/restart: replace the kernel (state lost; the
+ * running cell ends with an error, waiting ones run on the new kernel),
+ * 204. */
+void api_contexts_restart(struct http_req *r);
 /* POST .../contexts/{ctx}/run_code: run a cell, answer its Execution
  * (api_context_run.c). */
 void api_context_run(struct http_req *r);

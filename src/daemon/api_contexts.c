@@ -1,7 +1,8 @@
 /*
  * api_contexts.c - code contexts of a sandbox (docs/api.md, "Code
  * contexts"): POST /v1/sandboxes/{id}/contexts (create), GET (list),
- * DELETE .../contexts/{ctx}.  Running code in one is api_context_run.c.
+ * DELETE .../contexts/{ctx}, POST .../contexts/{ctx}/interrupt and
+ * .../restart.  Running code in one is api_context_run.c.
  *
  * A context is a persistent kernel in the guest; the guest agent keeps it
  * by the id the daemon chose ("ctx_" + 20 hex digits), so it survives a
@@ -213,8 +214,20 @@ out:
 	sbx_release(sb);
 }
 
-void api_contexts_delete(struct http_req *r)
+/*
+ * One of the agent's context_delete / _interrupt / _restart (op) on
+ * r->params[1]: 204 on success (delete also forgets the row), 404
+ * context_not_found, or the agent's failure.  Interrupt and restart take
+ * an empty body (or {}).  what names it for logs.
+ */
+static void context_op(struct http_req *r, const char *op, const char *what)
 {
+	int del = strcmp(op, "context_delete") == 0;
+	struct body_error be;
+	if (!del && body_parse_empty(r->body, r->body_len, &be) < 0) {
+		api_reply_body_error(r, &be);
+		return;
+	}
 	if (!api_context_id_valid(r->params[1])) {
 		http_reply_error(r, 404, "context_not_found", "no context '%.64s'", r->params[1]);
 		return;
@@ -222,20 +235,37 @@ void api_contexts_delete(struct http_req *r)
 	struct sbx *sb = api_acquire(r);
 	if (!sb)
 		return;
-	json_t *req = json_pack("{s:s, s:s}", "op", "context_delete", "id", r->params[1]);
+	json_t *req = json_pack("{s:s, s:s}", "op", op, "id", r->params[1]);
 	json_t *res = NULL;
 	int e = req ? sbx_call(sb, req, API_AGENT_CALL_MS, &res) : -ENOMEM;
 	json_decref(req);
 	if (e && e != -EPROTO) {
-		api_reply_agent_failure(r, sb, e, "context delete");
+		api_reply_agent_failure(r, sb, e, what);
 	} else {
-		store_context_delete(r->d->store, sbx_id(sb), r->params[1]);
+		if (del)
+			store_context_delete(r->d->store, sbx_id(sb), r->params[1]);
 		if (!api_context_reply_missing(r, res) && !api_agent_error(r, res)) {
-			log_kv(LOG_INFO, "context.deleted", "sandbox=%s id=%s", sbx_id(sb),
-			       r->params[1]);
+			char ev[32];
+			snprintf(ev, sizeof(ev), "context.%s", what);
+			log_kv(LOG_INFO, ev, "sandbox=%s id=%s", sbx_id(sb), r->params[1]);
 			http_reply_empty(r, 204);
 		}
 	}
 	json_decref(res);
 	sbx_release(sb);
+}
+
+void api_contexts_delete(struct http_req *r)
+{
+	context_op(r, "context_delete", "deleted");
+}
+
+void api_contexts_interrupt(struct http_req *r)
+{
+	context_op(r, "context_interrupt", "interrupted");
+}
+
+void api_contexts_restart(struct http_req *r)
+{
+	context_op(r, "context_restart", "restarted");
 }

@@ -489,6 +489,19 @@ int body_parse_build(const char *buf, size_t len, struct build_body *out, struct
 	return r;
 }
 
+int body_parse_empty(const char *buf, size_t len, struct body_error *err)
+{
+	static const char *const fields[] = {NULL};
+	if (len == 0)
+		return 0;
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	int r = check_unknown(root, fields, err);
+	json_decref(root);
+	return r;
+}
+
 int body_check_path(const char *path, struct body_error *err)
 {
 	if (!path || !*path)

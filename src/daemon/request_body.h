@@ -150,6 +150,10 @@ void mkdir_body_clear(struct mkdir_body *b);
 
 int body_parse_build(const char *buf, size_t len, struct build_body *out, struct body_error *err);
 
+/* body_parse_empty - a body that carries nothing (interrupt, restart): empty
+ * or {}.  0, or -EINVAL with err (invalid_json, unknown_field). */
+int body_parse_empty(const char *buf, size_t len, struct body_error *err);
+
 /*
  * body_check_path - a guest path from a query or body: NUL-terminated,
  * absolute, 1..BODY_PATH_MAX bytes, valid UTF-8, no control characters.

@@ -46,6 +46,10 @@ static const struct route table[] = {
 	 api_context_run, NULL, NULL},
 	{"POST", "/v1/sandboxes/{id}/contexts/{ctx}/run_code_stream", KEY, BUF, API_BODY_CODE,
 	 api_context_run_stream, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/contexts/{ctx}/interrupt", KEY, BUF, API_BODY_SMALL,
+	 api_contexts_interrupt, NULL, NULL},
+	{"POST", "/v1/sandboxes/{id}/contexts/{ctx}/restart", KEY, BUF, API_BODY_SMALL,
+	 api_contexts_restart, NULL, NULL},
 
 	{"PUT", "/v1/sandboxes/{id}/fs", KEY, ROUTE_BODY_STREAM, 0, api_fs_upload_end,
 	 api_fs_upload_begin, api_fs_upload_chunk},

@@ -158,6 +158,35 @@ def test_timeout_interrupts_and_keeps_state(ctx_daemon, ci):
     assert main_text(run(ctx_daemon, ci, cid, "kept")) == "still here"
 
 
+def test_interrupt_and_restart_routes(ctx_daemon, ci):
+    cid = new_context(ctx_daemon, ci)["id"]
+    base_path = f"/v1/sandboxes/{ci}/contexts/{cid}"
+    run(ctx_daemon, ci, cid, "kept = 'still here'")
+    out = {}
+
+    def long_cell():
+        out["ex"] = run(ctx_daemon, ci, cid, "import time\ntime.sleep(100)")
+
+    t = threading.Thread(target=long_cell)
+    t.start()
+    time.sleep(2)
+    assert ctx_daemon.request("POST", base_path + "/interrupt").status == 204
+    t.join(60)
+    assert not t.is_alive()
+    assert out["ex"]["error"]["name"] == "KeyboardInterrupt", out["ex"]
+    assert main_text(run(ctx_daemon, ci, cid, "kept")) == "still here"
+    # nothing running: still 204
+    assert ctx_daemon.request("POST", base_path + "/interrupt", {}).status == 204
+    r = ctx_daemon.request("POST", base_path + "/restart", {"hard": True})
+    assert r.status == 400 and r.error_code() == "unknown_field"
+    assert ctx_daemon.request("POST", base_path + "/restart").status == 204
+    ex = run(ctx_daemon, ci, cid, "kept")
+    assert ex["error"]["name"] == "NameError", ex
+    assert main_text(run(ctx_daemon, ci, cid, "6 * 7")) == "42"
+    r = ctx_daemon.request("POST", f"/v1/sandboxes/{ci}/contexts/ctx_{'0' * 20}/interrupt")
+    assert r.status == 404 and r.error_code() == "context_not_found"
+
+
 def test_dead_kernel_names_exit_and_restarts(ctx_daemon, ci):
     cid = new_context(ctx_daemon, ci)["id"]
     ex = run(ctx_daemon, ci, cid, "import os\nos._exit(1)")

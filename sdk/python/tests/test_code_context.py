@@ -113,3 +113,18 @@ def test_context_create_without_id_is_invalid(api, sandbox):
     with pytest.raises(PandaStackError) as ei:
         sandbox.create_code_context()
     assert ei.value.code == "invalid_response"
+
+
+def test_interrupt_and_restart(api, sandbox):
+    ctx = CodeContext(sandbox._t, SID, "ctx_abc")
+    api.route("POST", CTX + "/interrupt", Reply(204))
+    api.route("POST", CTX + "/restart", Reply(204))
+    assert ctx.interrupt() is None
+    assert ctx.restart() is None
+    assert [c.json() for c in api.calls("POST", CTX + "/interrupt")] == [{}]
+    assert [c.json() for c in api.calls("POST", CTX + "/restart")] == [{}]
+    api.route("POST", CTX + "/interrupt",
+              error(404, "context_not_found", "no context 'ctx_abc'"))
+    with pytest.raises(NotFoundError) as e:
+        ctx.interrupt()
+    assert e.value.code == "context_not_found"

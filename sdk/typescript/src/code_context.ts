@@ -4,6 +4,8 @@
  *   GET    /v1/sandboxes/{id}/contexts                  -> {"contexts": [...]}
  *   DELETE /v1/sandboxes/{id}/contexts/{ctx}            -> 204
  *   POST   /v1/sandboxes/{id}/contexts/{ctx}/run_code   -> an Execution
+ *   POST   /v1/sandboxes/{id}/contexts/{ctx}/interrupt  -> 204
+ *   POST   /v1/sandboxes/{id}/contexts/{ctx}/restart    -> 204
  * Variables and imports persist across `runCode` calls of one context.
  */
 
@@ -99,6 +101,24 @@ export class CodeContext {
       signal: opts.signal,
     });
     return new Execution(raw);
+  }
+
+  /**
+   * Interrupts the cell running in this context (SIGINT to the kernel and its
+   * child processes, as Jupyter's interrupt). The cell ends with
+   * `KeyboardInterrupt` in its Execution's `error`; variables stay. Nothing
+   * running is not an error.
+   */
+  async interrupt(): Promise<void> {
+    await this.http.empty({ method: "POST", path: this.path("/interrupt"), json: {} });
+  }
+
+  /**
+   * Replaces this context's kernel with a fresh one: its variables are lost, a
+   * running cell ends with an error, waiting cells run on the new kernel.
+   */
+  async restart(): Promise<void> {
+    await this.http.empty({ method: "POST", path: this.path("/restart"), json: {} });
   }
 
   /** Shuts the kernel down. A context (or sandbox) that is already gone counts as closed. */

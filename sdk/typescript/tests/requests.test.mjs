@@ -331,6 +331,28 @@ test("ctx.close() of a context already gone is not an error; Symbol.asyncDispose
   }
 });
 
+test("ctx.interrupt() and ctx.restart() post {} to their routes; a gone context is NotFoundError", async () => {
+  const fake = await fakeDaemon({
+    "POST /contexts": (req, res) => sendJson(res, 201, { id: "ctx_3", language: "python" }),
+    "POST /contexts/ctx_3/interrupt": (req, res) => { res.writeHead(204); res.end(); },
+    "POST /contexts/ctx_3/restart": (req, res) => { res.writeHead(204); res.end(); },
+    "POST /contexts/ctx_4/interrupt": (req, res) => sendError(res, 404, "context_not_found", "gone"),
+  });
+  try {
+    const sb = await Sandbox.connect(ID, sdkOpts(fake));
+    const ctx = await sb.createCodeContext();
+    assert.equal(await ctx.interrupt(), undefined);
+    assert.equal(await ctx.restart(), undefined);
+    const posted = fake.requests.filter((r) => r.method === "POST" && r.path.startsWith(`/v1/sandboxes/${ID}/contexts/ctx_3/`));
+    assert.deepEqual(posted.map((r) => [r.path.split("/").at(-1), json(r)]), [["interrupt", {}], ["restart", {}]]);
+    const gone = await sb.createCodeContext();
+    Object.defineProperty(gone, "id", { value: "ctx_4" });
+    await assert.rejects(gone.interrupt(), (e) => e instanceof NotFoundError && e.code === "context_not_found");
+  } finally {
+    await fake.close();
+  }
+});
+
 test("setTtl, getInfo, kill and list send the documented requests", async () => {
   const fake = await fakeDaemon({
     "POST /ttl": (req, res) => sendJson(res, 200, sandboxJson(ID, { expires_at: "2026-11-30T05:00:00.000Z" })),

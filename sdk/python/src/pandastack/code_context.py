@@ -92,6 +92,29 @@ class CodeContext:
                                    timeout=run_deadline(self._t, timeout_seconds), ok=(200,))
         return Execution.from_json(doc)
 
+    def interrupt(self) -> None:
+        """Interrupt the cell running in this context (as Jupyter's interrupt:
+        SIGINT to the kernel and its child processes). The cell ends with
+        ``KeyboardInterrupt`` in its Execution's ``error``; variables stay.
+        Nothing running is not an error.
+
+        Raises:
+            NotFoundError (the sandbox or context is gone), SandboxError,
+            AuthenticationError.
+        """
+        self._t.request_json("POST", self._path + "/interrupt", json_body={}, ok=(200, 204))
+
+    def restart(self) -> None:
+        """Replace this context's kernel with a fresh one: its variables are
+        lost, a running cell ends with an error, waiting cells run on the new
+        kernel.
+
+        Raises:
+            NotFoundError (the sandbox or context is gone), SandboxError,
+            AuthenticationError.
+        """
+        self._t.request_json("POST", self._path + "/restart", json_body={}, ok=(200, 204))
+
     def close(self) -> None:
         """Shut the kernel down and delete the context. Closing a context that
         is already gone (or whose sandbox is gone) is not an error."""
