@@ -11,9 +11,14 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 
-/* The checked ?path= of r, or NULL with a 400 sent. */
-static const char *query_path(struct http_req *r)
+const char *api_fs_query_path(struct http_req *r, const char *const *allowed)
 {
+	const char *code;
+	char msg[160];
+	if (http_query_check(r, allowed, &code, msg, sizeof(msg)) < 0) {
+		http_reply_error(r, 400, code, "%s", msg);
+		return NULL;
+	}
 	const char *p = http_query(r, "path");
 	struct body_error be;
 	if (body_check_path(p, &be) < 0) {
@@ -22,6 +27,8 @@ static const char *query_path(struct http_req *r)
 	}
 	return p;
 }
+
+static const char *const path_only[] = {"path", NULL};
 
 /*
  * Run op on the request's sandbox.  Returns the END object (new reference)
@@ -48,7 +55,7 @@ static json_t *fs_call(struct http_req *r, struct sbx *sb, json_t *req, const ch
 
 void api_fs_stat(struct http_req *r)
 {
-	const char *path = query_path(r);
+	const char *path = api_fs_query_path(r, path_only);
 	struct sbx *sb = path ? api_acquire(r) : NULL;
 	if (!sb)
 		return;
@@ -66,7 +73,7 @@ void api_fs_stat(struct http_req *r)
 
 void api_fs_list(struct http_req *r)
 {
-	const char *path = query_path(r);
+	const char *path = api_fs_query_path(r, path_only);
 	struct sbx *sb = path ? api_acquire(r) : NULL;
 	if (!sb)
 		return;
@@ -95,9 +102,14 @@ void api_fs_list(struct http_req *r)
 
 void api_fs_remove(struct http_req *r)
 {
-	const char *path = query_path(r);
+	static const char *const allowed[] = {"path", "recursive", NULL};
+	const char *path = api_fs_query_path(r, allowed);
 	if (!path)
 		return;
+	if (strcmp(path, "/") == 0) {
+		http_reply_error(r, 400, "invalid_path", "the root directory cannot be removed");
+		return;
+	}
 	int recursive;
 	struct body_error be;
 	if (body_parse_bool_query("recursive", http_query(r, "recursive"), 0, &recursive, &be) < 0) {

@@ -65,12 +65,10 @@ static int target_is_dir(struct sbx *sb, const char *path)
 
 void api_fs_upload_begin(struct http_req *r)
 {
-	const char *path = http_query(r, "path");
-	struct body_error be;
-	if (body_check_path(path, &be) < 0) {
-		api_reply_body_error(r, &be);
+	static const char *const allowed[] = {"path", NULL};
+	const char *path = api_fs_query_path(r, allowed);
+	if (!path)
 		return;
-	}
 	struct sbx *sb = api_acquire(r);
 	if (!sb)
 		return;
@@ -247,12 +245,10 @@ static int first_answer(struct http_req *r, struct download *dl)
 
 void api_fs_download(struct http_req *r)
 {
-	const char *path = http_query(r, "path");
-	struct body_error be;
-	if (body_check_path(path, &be) < 0) {
-		api_reply_body_error(r, &be);
+	static const char *const allowed[] = {"path", NULL};
+	const char *path = api_fs_query_path(r, allowed);
+	if (!path)
 		return;
-	}
 	struct sbx *sb = api_acquire(r);
 	if (!sb)
 		return;

@@ -77,8 +77,20 @@ static int matches(const struct sandbox_row *row, const struct list_filter *f)
 
 void api_sandboxes_list(struct http_req *r)
 {
+	static const char *const allowed[] = {"status", "metadata.", NULL};
+	const char *code;
+	char msg[160];
+	if (http_query_check(r, allowed, &code, msg, sizeof(msg)) < 0) {
+		http_reply_error(r, 400, "invalid_query", "%s (use status= or metadata.KEY=)", msg);
+		return;
+	}
 	struct list_filter f = {0};
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_filter, &f);
+	if (f.nmeta == MAX_META_FILTERS && f.bad && !strncmp(f.bad, "metadata.", 9)) {
+		http_reply_error(r, 400, "invalid_query", "at most %d metadata filters",
+				 MAX_META_FILTERS);
+		return;
+	}
 	if (f.bad) {
 		http_reply_error(r, 400, "invalid_query",
 				 "unknown query parameter '%.64s' (use status= or metadata.KEY=)",

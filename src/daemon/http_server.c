@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,77 @@ struct http_server {
 const char *http_query(struct http_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Most query parameters looked at (more is an error). */
+#define QUERY_PARAMS_MAX 64
+
+struct query_walk {
+	const char *const *allowed;
+	const char *names[QUERY_PARAMS_MAX];
+	size_t n;
+	const char *code;
+	char *msg;
+	size_t msglen;
+};
+
+static int query_name_allowed(const char *const *allowed, const char *key)
+{
+	for (size_t i = 0; allowed[i]; i++) {
+		size_t l = strlen(allowed[i]);
+		if (l && allowed[i][l - 1] == '.' ? strncmp(key, allowed[i], l) == 0 && key[l]
+						   : strcmp(key, allowed[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static enum MHD_Result query_visit(void *cls, enum MHD_ValueKind kind, const char *key,
+				   size_t key_size, const char *value, size_t value_size)
+{
+	struct query_walk *w = cls;
+	(void)kind;
+	if (!key || strlen(key) != key_size) {
+		w->code = "invalid_query";
+		snprintf(w->msg, w->msglen, "a query parameter name holds a NUL byte");
+		return MHD_NO;
+	}
+	if (value && strlen(value) != value_size) {
+		w->code = strcmp(key, "path") == 0 ? "invalid_path" : "invalid_query";
+		snprintf(w->msg, w->msglen, "query parameter '%.64s' holds a NUL byte", key);
+		return MHD_NO;
+	}
+	if (!query_name_allowed(w->allowed, key)) {
+		w->code = "invalid_query";
+		snprintf(w->msg, w->msglen, "unknown query parameter '%.64s'", key);
+		return MHD_NO;
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		if (strcmp(w->names[i], key) == 0) {
+			w->code = "invalid_query";
+			snprintf(w->msg, w->msglen, "query parameter '%.64s' given twice", key);
+			return MHD_NO;
+		}
+	}
+	if (w->n == QUERY_PARAMS_MAX) {
+		w->code = "invalid_query";
+		snprintf(w->msg, w->msglen, "more than %d query parameters", QUERY_PARAMS_MAX);
+		return MHD_NO;
+	}
+	w->names[w->n++] = key;
+	return MHD_YES;
+}
+
+int http_query_check(struct http_req *r, const char *const *allowed, const char **code,
+		     char *msg, size_t msglen)
+{
+	struct query_walk w = {.allowed = allowed, .msg = msg, .msglen = msglen};
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, query_visit, &w);
+	if (w.code) {
+		*code = w.code;
+		return -EINVAL;
+	}
+	return 0;
 }
 
 const char *http_header(struct http_req *r, const char *name)

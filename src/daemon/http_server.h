@@ -66,6 +66,18 @@ void http_server_stop(struct http_server *s);
 /* http_query - query parameter name of r (borrowed, URL-decoded), or NULL. */
 const char *http_query(struct http_req *r, const char *name);
 
+/*
+ * http_query_check - validate r's query string: every parameter's name is in
+ * allowed (NULL-terminated; an entry ending in '.' allows any name with that
+ * prefix, e.g. "metadata."), appears once, and neither name nor value holds
+ * a NUL byte (a "%00" would otherwise cut the value short and a path would
+ * name another file).  Returns 0, or -EINVAL with a message for a
+ * 400 invalid_query / invalid_path in msg (msglen bytes) and *code set to
+ * "invalid_query" or "invalid_path" (static).  Request thread.
+ */
+int http_query_check(struct http_req *r, const char *const *allowed, const char **code,
+		     char *msg, size_t msglen);
+
 /* http_header - request header name (case-insensitive; borrowed) or NULL. */
 const char *http_header(struct http_req *r, const char *name);
 
