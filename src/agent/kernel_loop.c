@@ -625,7 +625,7 @@ static int take_requests(struct kernel_ctx *c, int64_t now)
 	if (intr)
 		interrupt(c, 0, now);
 	if (restart && c->st == KS_READY && c->proc.pid > 0)
-		kill_kernel(c, "the kernel was restarted on request");
+		kill_kernel(c, "a restart was requested");
 	if (c->st == KS_FAILED && have_jobs)
 		c->st = KS_NONE; /* new work: try again */
 	return 0;

@@ -106,8 +106,13 @@ static void kill_tree(struct exec_op *x)
 {
 	if (x->has_cg)
 		cgroup_exec_kill(&x->cg);
-	if (x->pid > 0 && !x->reaped)
+	if (x->pid > 0 && !x->reaped) {
 		kill(-x->pid, SIGKILL);
+		/* A kill within the child's first moments (a timeout of a few
+		 * ms) can come before it called setsid() or joined its cgroup:
+		 * then only the child itself exists, and this reaches it. */
+		kill(x->pid, SIGKILL);
+	}
 }
 
 /* --- output ---------------------------------------------------------------- */

@@ -13,7 +13,8 @@
  *   ": keepalive" comment lines every KEEPALIVE_MS of silence.
  *
  * Errors found before the stream starts (bad body, unknown sandbox, agent
- * unreachable) are ordinary JSON error answers.  The response is produced
+ * unreachable, a command that cannot start: the answer waits for the
+ * command's first message) are ordinary JSON error answers.  The response is produced
  * by an MHD content reader on the connection's own thread: it blocks on the
  * agent stream at most POLL_MS at a time and checks whether the client is
  * still there; when it left, the reader ends the response and the free
@@ -38,6 +39,9 @@
 #define KEEPALIVE_MS 15000
 #define END_GRACE_MS 30000
 #define BLOCK_SIZE (32u * 1024)
+/* How long the answer waits for the command's first message, so that a
+ * command that cannot start (a missing cwd) gets an ordinary JSON error. */
+#define START_WAIT_MS 10000
 
 struct sse {
 	struct sbx *sb;
@@ -49,6 +53,8 @@ struct sse {
 	size_t carry_len[3];
 	int done;
 	int64_t t0, last_send_ms, timeout_ms;
+	struct agent_msg held;    /* the first message, read before the answer */
+	int has_held;
 };
 
 /* An output chunk on channel ch (1 or 2), with the channel's held-back
@@ -98,7 +104,14 @@ static void finish(struct sse *s, json_t *end)
 static int pump(struct sse *s)
 {
 	struct agent_msg m = {0};
-	int rr = agent_stream_read(s->st, &m, POLL_MS);
+	int rr;
+	if (s->has_held) {
+		m = s->held;
+		s->has_held = 0;
+		rr = 1;
+	} else {
+		rr = agent_stream_read(s->st, &m, POLL_MS);
+	}
 	int64_t now = util_now_ms();
 	if (rr == -ETIMEDOUT) {
 		if (http_conn_gone(s->conn))
@@ -163,6 +176,8 @@ static void stream_free(void *cls)
 	}
 	agent_stream_close(s->st); /* cancels the command if it still runs */
 	sbx_release(s->sb);
+	if (s->has_held)
+		agent_msg_clear(&s->held);
 	sse_free(&s->out);
 	free(s);
 }
@@ -200,6 +215,17 @@ void api_exec_stream(struct http_req *r)
 	s->conn = r->conn;
 	s->t0 = s->last_send_ms = util_now_ms();
 	s->timeout_ms = timeout_ms;
+	/* A command that cannot start ends at once with an error: answer it
+	 * as JSON, as /exec does; anything else is kept for the stream. */
+	int rr = agent_stream_read(s->st, &s->held, START_WAIT_MS);
+	if (rr > 0) {
+		s->has_held = 1;
+		if ((s->held.kind == AGENT_MSG_END || s->held.kind == AGENT_MSG_ERROR) &&
+		    api_agent_error(r, s->held.json)) {
+			stream_free(s);
+			return;
+		}
+	}
 	struct MHD_Response *resp =
 		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, s, stream_free);
 	if (!resp) {

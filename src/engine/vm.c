@@ -186,15 +186,15 @@ int vm_alive(const struct vm *v)
 
 const char *vm_exit_reason(struct vm *v)
 {
-	char st[96] = "", qlog[160] = "", con[160] = "";
+	char st[96] = "", qlog[160] = "";
 	if (vm_alive(v))
 		return "running";
 	spawn_exit_status(v->run_dir, 1000, st, sizeof(st));
+	/* QEMU's own messages only: the serial console is written by the
+	 * guest, which must not get to word the host's reason. */
 	spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
-	if (!qlog[0])
-		spawn_log_tail(v->run_dir, "console.log", con, sizeof(con));
-	snprintf(v->reason, sizeof(v->reason), "%s%s%s%s", st[0] ? st : "exited",
-		 qlog[0] || con[0] ? ": " : "", qlog, con);
+	snprintf(v->reason, sizeof(v->reason), "%s%s%s", st[0] ? st : "exited",
+		 qlog[0] ? ": " : "", qlog);
 	return v->reason;
 }
 

@@ -78,7 +78,7 @@ int vm_alive(const struct vm *v);
 /*
  * vm_exit_reason - after QEMU died, a one-line reason (borrowed, valid
  * until the next call): how it ended ("killed by signal 9 (SIGKILL)",
- * "exited 1") and QEMU's last error line or else the console's last line.
+ * "exited 1") and QEMU's last error line (never the guest's console).
  * "running" while QEMU lives.  May wait up to 1 s for the monitor's record.
  */
 const char *vm_exit_reason(struct vm *v);
