@@ -4,7 +4,9 @@
 # /var/cache/pandastack, so the second run takes seconds), start pandastackd,
 # create a sandbox from the code-interpreter template, run Python in it and
 # print the result.  The daemon keeps running afterwards.  Needs root (QEMU,
-# image building).
+# image building).  PANDASTACK_LISTEN (default 127.0.0.1:8080) and
+# PANDASTACK_DATA_DIR (default /var/lib/pandastack) change where it listens
+# and keeps its data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${PANDASTACK_DATA_DIR:-/var/lib/pandastack}
@@ -16,9 +18,13 @@ make images
 make templates
 
 export PANDASTACK_API_URL="http://$listen"
-if ! curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" -H "Authorization: Bearer $(cat "$data/admin.key" 2>/dev/null)"; then
+if ! curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" -H "Authorization: Bearer $(cat "$data/admin.key" 2>/dev/null)" 2>/dev/null; then
   mkdir -p "$data"
   echo "quickstart: starting pandastackd on $listen (data in $data, log in $data/pandastackd.log)"
+  # The daemon prints the admin key once on its first start: the log is
+  # readable by root only, like admin.key itself.
+  (umask 077 && touch "$data/pandastackd.log")
+  chmod 600 "$data/pandastackd.log"
   setsid build/pandastackd --listen "$listen" --data-dir "$data" >>"$data/pandastackd.log" 2>&1 < /dev/null &
   for _ in $(seq 1 100); do
     [ -s "$data/admin.key" ] && curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" \
