@@ -128,3 +128,20 @@ def test_interrupt_and_restart(api, sandbox):
     with pytest.raises(NotFoundError) as e:
         ctx.interrupt()
     assert e.value.code == "context_not_found"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1, "5", True])
+def test_bad_timeout_is_refused_before_sending(api, sandbox, bad):
+    ctx = CodeContext(sandbox._t, SID, "ctx_abc")
+    with pytest.raises(ValueError, match="timeout_seconds"):
+        ctx.run_code("1", timeout_seconds=bad)
+    with pytest.raises(ValueError, match="timeout_seconds"):
+        sandbox.exec("true", timeout_seconds=bad)
+    assert api.calls("POST", CTX + "/run_code") == []
+    assert api.calls("POST", SB + "/exec") == []
+
+
+def test_connect_needs_an_id(api):
+    from pandastack import Sandbox
+    with pytest.raises(ValueError, match="sandbox_id"):
+        Sandbox.connect("", api_key="pds_x", api_url="http://127.0.0.1:9")

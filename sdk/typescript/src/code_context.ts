@@ -48,9 +48,13 @@ export const CREATE_DEADLINE_MS = 90_000;
 /**
  * The client deadline of a call that runs code or a command for at most
  * `timeoutSeconds`: 600 s when undefined, none (null) when 0, else the limit
- * plus 60 s; never below `requestTimeoutMs`.
+ * plus 60 s; never below `requestTimeoutMs`. Throws RangeError for NaN,
+ * infinities and negative values (before anything is sent).
  */
 export function runDeadlineMs(timeoutSeconds: number | undefined, requestTimeoutMs: number): number | null {
+  if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== "number" || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 0)) {
+    throw new RangeError(`timeoutSeconds must be a finite number >= 0 (0: no limit), not ${String(timeoutSeconds)}`);
+  }
   if (timeoutSeconds === 0) return null;
   const t = timeoutSeconds === undefined ? DEFAULT_RUN_DEADLINE_MS : timeoutSeconds * 1000 + RUN_DEADLINE_MARGIN_MS;
   return Math.max(t, requestTimeoutMs);

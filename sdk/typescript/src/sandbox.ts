@@ -161,6 +161,7 @@ export class Sandbox {
 
   /** Attaches to an existing sandbox by id. Throws NotFoundError if the key's team has no such sandbox. */
   static async connect(sandboxId: string, opts: ConnectionOptions & { signal?: AbortSignal } = {}): Promise<Sandbox> {
+    if (typeof sandboxId !== "string" || sandboxId === "") throw new TypeError("sandboxId must be a non-empty string (sbx_...)");
     const http = new HttpClient(resolveConfig(opts));
     const raw = await http.json({ method: "GET", path: `/v1/sandboxes/${seg(sandboxId)}`, signal: opts.signal });
     return new Sandbox(http, parseSandboxInfo(raw));

@@ -353,6 +353,23 @@ test("ctx.interrupt() and ctx.restart() post {} to their routes; a gone context 
   }
 });
 
+test("bad timeoutSeconds and an empty sandbox id are refused before anything is sent", async () => {
+  const fake = await fakeDaemon();
+  try {
+    const sb = await Sandbox.connect(ID, sdkOpts(fake));
+    const before = fake.requests.length;
+    for (const bad of [NaN, Infinity, -1]) {
+      await assert.rejects(sb.exec("true", { timeoutSeconds: bad }), RangeError);
+      await assert.rejects(sb.runCode("1", "python", { timeoutSeconds: bad }), RangeError);
+    }
+    assert.equal(fake.requests.length, before);
+    await assert.rejects(Sandbox.connect("", sdkOpts(fake)), TypeError);
+    assert.equal(fake.requests.length, before);
+  } finally {
+    await fake.close();
+  }
+});
+
 test("setTtl, getInfo, kill and list send the documented requests", async () => {
   const fake = await fakeDaemon({
     "POST /ttl": (req, res) => sendJson(res, 200, sandboxJson(ID, { expires_at: "2026-11-30T05:00:00.000Z" })),

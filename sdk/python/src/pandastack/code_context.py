@@ -9,6 +9,7 @@ context run one at a time in the sandbox (a second waits its turn); a
 """
 from __future__ import annotations
 
+import math
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Dict, Optional, Type
 
@@ -34,6 +35,11 @@ def run_deadline(transport: "Transport", timeout_seconds: Optional[float]) -> Op
     runs code or a command for up to ``timeout_seconds``: 600 s when None (the
     daemon's default limit applies first), none when 0 (no limit), else the
     limit plus 60 s. Never below the transport's own timeout."""
+    if timeout_seconds is not None and (
+            isinstance(timeout_seconds, bool) or not isinstance(timeout_seconds, (int, float))
+            or not math.isfinite(timeout_seconds) or timeout_seconds < 0):
+        raise ValueError(f"timeout_seconds must be a finite number >= 0 (0: no limit), "
+                         f"not {timeout_seconds!r}")
     if timeout_seconds is None:
         t = DEFAULT_RUN_DEADLINE_S
     elif timeout_seconds == 0:

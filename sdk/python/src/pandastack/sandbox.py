@@ -145,6 +145,8 @@ class Sandbox:
 
         Returns the Sandbox; raises NotFoundError when no such sandbox exists
         for this key. Connection arguments as for :meth:`create`."""
+        if not isinstance(sandbox_id, str) or not sandbox_id:
+            raise ValueError("sandbox_id must be a non-empty string (sbx_...)")
         t = Transport(api_key, api_url, request_timeout, max_retries)
         doc = t.request_json("GET", f"/v1/sandboxes/{_quote(sandbox_id)}")
         return cls(SandboxInfo.from_json(doc), t)
