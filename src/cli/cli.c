@@ -132,6 +132,13 @@ int cli_main(int argc, char **argv)
 		/* "pandastack help [GROUP [COMMAND]]" is the same as --help. */
 		const struct cli_group *g = i + 1 < argc ? find_group(argv[i + 1]) : NULL;
 		const struct cli_cmd *c = g && i + 2 < argc ? find_cmd(g, argv[i + 2]) : NULL;
+		if (i + 1 < argc && (!g || (i + 2 < argc && !c))) {
+			/* help for something that does not exist is a usage error */
+			fprintf(stderr, "pandastack: no help for unknown command '%s'\n",
+				argv[g ? i + 2 : i + 1]);
+			print_main_help(stderr);
+			return CLI_EXIT_USAGE;
+		}
 		if (c)
 			args_print_help(c->spec, stdout);
 		else if (g)

@@ -287,11 +287,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	static const char *const terms[] = {"ok", "error", "timeout", "shutdown", "read_error",
 					    "client_abort"};
 	const char *term = (unsigned)toe < sizeof(terms) / sizeof(terms[0]) ? terms[toe] : "?";
+	/* the sandbox a request was about, so that an error can be tied to it */
+	const char *sbx = "-";
+	if (r->route && strncmp(r->route->pattern, "/v1/sandboxes/{id}", 18) == 0 &&
+	    r->params[0][0])
+		sbx = r->params[0];
+	char q[2 * ROUTE_PARAM_MAX + 8];
 	log_kv(r->status >= 500 ? LOG_WARN : LOG_INFO, "http.request",
-	       "method=%s route=%s status=%u ms=%lld team=%s bytes_in=%llu end=%s", r->method,
-	       r->route ? r->route->pattern : "-", r->status,
+	       "method=%s route=%s status=%u ms=%lld team=%s sandbox=%s bytes_in=%llu end=%s",
+	       r->method, r->route ? r->route->pattern : "-", r->status,
 	       (long long)(util_now_ms() - r->start_ms), r->who.team[0] ? r->who.team : "-",
-	       (unsigned long long)r->body_seen, term);
+	       log_quote(sbx, q, sizeof(q)), (unsigned long long)r->body_seen, term);
 	if (r->state_free)
 		r->state_free(r->state);
 	free(r->body);

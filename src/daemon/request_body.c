@@ -52,8 +52,14 @@ static json_t *load_object(const char *buf, size_t len, struct body_error *err)
 	}
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fail(err, "invalid_json", "invalid JSON at line %d column %d: %.120s", je.line,
-		     je.column, je.text);
+		/* jansson names its own flag for a \u0000: say what is wrong */
+		if (strstr(je.text, "JSON_ALLOW_NUL"))
+			fail(err, "invalid_json",
+			     "invalid JSON at line %d column %d: strings must not contain \\u0000",
+			     je.line, je.column);
+		else
+			fail(err, "invalid_json", "invalid JSON at line %d column %d: %.120s",
+			     je.line, je.column, je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {

@@ -336,3 +336,17 @@ def test_many_concurrent_connections(api_daemon):
     finally:
         for c in idle:
             c.close()
+
+
+def test_nul_in_json_named_plainly(api_daemon):
+    r = api_daemon.request("POST", f"/v1/sandboxes/{FAKE_SBX}/exec", b'{"cmd": "a\\u0000b"}')
+    assert r.status == 400 and r.error_code() == "invalid_json"
+    msg = r.json()["error"]["message"]
+    assert "\\u0000" in msg and "JSON_ALLOW_NUL" not in msg, msg
+
+
+def test_request_log_names_the_sandbox(api_daemon):
+    api_daemon.request("GET", f"/v1/sandboxes/{FAKE_SBX}")
+    lines = [l for l in api_daemon.log().splitlines()
+             if "event=http.request" in l and "route=/v1/sandboxes/{id} " in l]
+    assert lines and f'sandbox="{FAKE_SBX}"' in lines[-1], lines[-1:]

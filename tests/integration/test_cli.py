@@ -484,6 +484,12 @@ def test_exec_help_documents_exit_code(run):
     assert "1 may be the command's as well as an API error" in r.stdout
 
 
+@pytest.mark.parametrize("args", [["help", "nope"], ["help", "sandbox", "nope"]])
+def test_help_for_unknown_command_is_usage(run, args):
+    r = run(*args, key=None)
+    assert r.code == 2 and "nope" in r.stderr and r.stdout == "", r
+
+
 def test_no_arguments_is_usage(run):
     r = run()
     assert r.code == 2 and "Usage: pandastack" in r.stderr
