@@ -191,3 +191,11 @@ def test_mkdir_and_remove(api, sandbox):
     sandbox.filesystem.remove("/w/f")
     qs = [r.query for r in api.calls("DELETE", FS)]
     assert qs == [{"path": ["/w/d"], "recursive": ["true"]}, {"path": ["/w/f"]}]
+
+
+def test_download_into_a_directory_uses_the_guest_name(api, sandbox, tmp_path):
+    api.route("GET", FS, Reply(200, body=b"a,b\n"))
+    info = sandbox.filesystem.download("/workspace/out/result.csv", tmp_path)
+    assert (tmp_path / "result.csv").read_bytes() == b"a,b\n"
+    assert info == WriteInfo(str(tmp_path / "result.csv"), 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.csv"]

@@ -8,7 +8,7 @@
 
 import { createReadStream, createWriteStream } from "node:fs";
 import { open, rename, stat as localStat, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, posix } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -140,10 +140,14 @@ export class Filesystem {
   /**
    * Downloads the guest file `remotePath` to the local path `localPath`,
    * streamed to a temporary file beside it that is renamed into place when
-   * complete (an interrupted download leaves no partial file). Resolves to
-   * `{path: localPath, size}` (bytes written).
+   * complete (an interrupted download leaves no partial file). An existing
+   * directory as `localPath` receives the file under the guest file's name.
+   * Resolves to `{path, size}` (where it was written, bytes written).
    */
   async download(remotePath: string, localPath: string, opts: FileCallOptions = {}): Promise<WriteInfo> {
+    // An existing directory receives the file under the guest file's name, as `cp` does.
+    const isDir = await localStat(localPath).then((s) => s.isDirectory(), () => false);
+    if (isDir) localPath = join(localPath, posix.basename(remotePath.replace(/\/+$/, "")) || "download");
     const tmp = join(dirname(localPath), `.${basename(localPath)}.${randomBytes(6).toString("hex")}.part`);
     const res = await this.http.stream({
       method: "GET",

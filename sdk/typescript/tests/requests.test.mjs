@@ -1,7 +1,7 @@
 // Request shapes: what the SDK sends for each call, and how it reads the answers.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import {
@@ -481,6 +481,12 @@ test("upload streams the file with its Content-Length; download writes it atomic
     assert.deepEqual(down, { path: join(dir, "down.bin"), size: data.length });
     assert.ok(readFileSync(join(dir, "down.bin")).equals(data));
     assert.deepEqual(readdirSync(dir).sort(), ["down.bin", "up.bin"], "no temporary file left");
+    // an existing directory receives the file under the guest file's name
+    const sub = join(dir, "sub");
+    mkdirSync(sub);
+    const intoDir = await sb.filesystem.download("/workspace/up.bin", sub);
+    assert.deepEqual(intoDir, { path: join(sub, "up.bin"), size: data.length });
+    assert.ok(readFileSync(join(sub, "up.bin")).equals(data));
     await assert.rejects(sb.filesystem.upload(join(dir, "missing.bin"), "/w/x"), (e) => e.code === "local_file_error");
   } finally {
     await fake.close();

@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import io
 import os
+import posixpath
 import secrets
 import socket
 from typing import IO, TYPE_CHECKING, Generator, Iterator, Literal, Optional, Union, overload
@@ -141,11 +142,15 @@ class Filesystem:
         """Download the guest file ``remote_path`` to the local file
         ``local_path``, streamed in chunks.
 
-        The bytes go to a temporary file in the destination's folder, renamed
-        over ``local_path`` once complete (removed on failure). Returns
+        When ``local_path`` is an existing directory the file goes into it
+        under the guest file's name (as ``cp`` does). The bytes go to a
+        temporary file in the destination's folder, renamed over the
+        destination once complete (removed on failure). Returns
         WriteInfo(local path, size). Raises as :meth:`read`, and OSError for
         local file errors."""
         dest = os.fspath(local_path)
+        if os.path.isdir(dest):
+            dest = os.path.join(dest, posixpath.basename(remote_path.rstrip("/")) or "download")
         folder = os.path.dirname(os.path.abspath(dest))
         stem = (os.path.basename(dest) or "download")[:200]  # stay under NAME_MAX
         tmp = os.path.join(folder, f".{stem}.{secrets.token_hex(6)}.part")
