@@ -264,6 +264,9 @@ static void root_stage(struct init_report *rep)
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
 		if (symlink(links[i][0], links[i][1]) < 0 && errno != EEXIST)
 			note(rep, errno, "linking %s", links[i][1]);
+	/* pids and cpu for the exec folder (the root may hold processes) */
+	if ((r = cgroup_enable_controllers("/sys/fs/cgroup")) < 0)
+		note(rep, r, "enabling cgroup controllers");
 	r = cgroup_prepare(INIT_CGROUP_DIR);
 	rep->cgroup_ok = r == 0;
 	if (r < 0)

@@ -8,9 +8,17 @@
  * The mode is applied with fchmod (the umask does not apply).  A cancel, an
  * error or the host's departure removes the temporary file.
  *
+ * file_write refuses a target that exists and is not a regular file (after
+ * following symlinks, as the folder check does): renaming over /dev/null, a
+ * FIFO or a socket would replace the node every later command relies on.
+ *
  * file_read streams a regular file (other types are refused: a FIFO or a
  * device could block the loop or never end).  Disk reads and writes are
- * synchronous; each is at most 64 KiB, so the loop stays responsive.
+ * synchronous; each is at most 64 KiB, so the loop stays responsive.  A file
+ * whose st_size does not tell its length (st_size 0: procfs, an empty file;
+ * a small sysfs file, which reports 4096) is read whole into memory first, up
+ * to FR_SLURP_CAP (over it: EFBIG), so the size announced in the stat event
+ * is the true one.
  *
  * Threads: the loop thread only.
  */
@@ -20,13 +28,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "agent/stream.h"
 #include "common/util.h"
 
 #define READS_PER_PUMP 8
+/* Largest file read whole before its size is announced (see above), bytes.
+ * procfs and sysfs files are far smaller; /proc/kcore and the like are
+ * refused with EFBIG. */
+#define FR_SLURP_CAP (1u << 20)
 
 /* --- file_write --------------------------------------------------------------- */
 
@@ -132,6 +146,11 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 		stream_end_err(s, EISDIR, "%s: is a directory", path);
 		return 0;
 	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		stream_end_err(s, EINVAL, "%s: not a regular file (a device, FIFO or socket "
+			       "is not replaced)", path);
+		return 0;
+	}
 	struct fw_op *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -159,14 +178,58 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 /* --- file_read ------------------------------------------------------------------ */
 
 struct fr_op {
-	int fd;
+	int fd;          /* streaming from the file; -1 when slurped or done */
+	uint8_t *buf;    /* slurped content (owned), sent from off; NULL when streaming */
+	size_t len, off;
 	uint64_t sent;
 };
+
+static void fr_finish(struct astream *s)
+{
+	struct fr_op *f = s->op;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	free(f->buf);
+	f->buf = NULL;
+	stream_eof(s, PROTO_CH_STDOUT);
+	json_t *o = json_object();
+	if (o)
+		json_object_set_new(o, "size", json_integer((json_int_t)f->sent));
+	stream_end(s, o);
+}
+
+/* Send slurped bytes within the room. */
+static void fr_pump_buf(struct astream *s)
+{
+	struct fr_op *f = s->op;
+	for (int i = 0; i < READS_PER_PUMP && f->off < f->len; i++) {
+		uint32_t room = stream_room(s);
+		if (room == 0)
+			return; /* WINDOW or a written frame calls us again */
+		size_t n = f->len - f->off;
+		if (n > room)
+			n = room;
+		if (n > PROTO_MAX_DATA)
+			n = PROTO_MAX_DATA;
+		stream_data(s, PROTO_CH_STDOUT, f->buf + f->off, (uint32_t)n);
+		f->off += n;
+		f->sent += n;
+	}
+	if (f->off == f->len)
+		fr_finish(s);
+	else
+		stream_kick(s);
+}
 
 static void fr_pump(struct astream *s)
 {
 	static uint8_t buf[PROTO_MAX_DATA];
 	struct fr_op *f = s->op;
+	if (f->buf) {
+		fr_pump_buf(s);
+		return;
+	}
 	for (int i = 0; i < READS_PER_PUMP && f->fd >= 0; i++) {
 		uint32_t room = stream_room(s);
 		if (room == 0)
@@ -181,13 +244,7 @@ static void fr_pump(struct astream *s)
 			return;
 		}
 		if (n == 0) {
-			close(f->fd);
-			f->fd = -1;
-			stream_eof(s, PROTO_CH_STDOUT);
-			json_t *o = json_object();
-			if (o)
-				json_object_set_new(o, "size", json_integer((json_int_t)f->sent));
-			stream_end(s, o);
+			fr_finish(s);
 			return;
 		}
 		stream_data(s, PROTO_CH_STDOUT, buf, (uint32_t)n);
@@ -201,6 +258,7 @@ static void fr_destroy(struct astream *s)
 	struct fr_op *f = s->op;
 	if (f->fd >= 0)
 		close(f->fd);
+	free(f->buf);
 	free(f);
 	s->op = NULL;
 }
@@ -210,6 +268,67 @@ static const struct op_ops file_read_ops = {
 	.pump = fr_pump,
 	.destroy = fr_destroy,
 };
+
+/* Whether st_size says nothing about the content: 0 (procfs files, or a
+ * truly empty file: reading it whole costs nothing) or a sysfs/procfs file
+ * of at most FR_SLURP_CAP (sysfs text attributes report 4096).  Larger
+ * pseudo files (sysfs binary attributes report their real size) stream. */
+static int size_unreliable(int fd, const struct stat *st)
+{
+	if (st->st_size == 0)
+		return 1;
+	if (st->st_size > (off_t)FR_SLURP_CAP)
+		return 0;
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return 0;
+	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/* Read fd (nonblocking) to its end into *out (malloc'd, *len bytes).
+ * Returns 0, -EFBIG beyond FR_SLURP_CAP, -EAGAIN for a file that would
+ * block (/proc/kmsg), -ENOMEM or the read's -errno. */
+static int fr_slurp(int fd, uint8_t **out, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	uint8_t *b = malloc(cap);
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			if (cap > FR_SLURP_CAP) {
+				free(b);
+				return -EFBIG;
+			}
+			size_t nc = cap * 2 > FR_SLURP_CAP + 1 ? FR_SLURP_CAP + 1 : cap * 2;
+			uint8_t *nb = realloc(b, nc);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+			cap = nc;
+		}
+		ssize_t r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno == EWOULDBLOCK ? EAGAIN : errno;
+			free(b);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > FR_SLURP_CAP) {
+		free(b);
+		return -EFBIG;
+	}
+	*out = b;
+	*len = n;
+	return 0;
+}
 
 int op_file_read_start(struct astream *s, struct agent_req *req)
 {
@@ -236,13 +355,31 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 		close(fd);
 		return -ENOMEM;
 	}
+	uint64_t size = (uint64_t)st.st_size;
+	if (size_unreliable(fd, &st)) {
+		int r = fr_slurp(fd, &f->buf, &f->len);
+		close(fd);
+		fd = -1;
+		if (r < 0) {
+			free(f);
+			if (r == -ENOMEM)
+				return r;
+			if (r == -EFBIG)
+				stream_end_err(s, EFBIG, "%s: its size is not known in advance and it "
+					       "is over %u bytes", req->path, FR_SLURP_CAP);
+			else
+				stream_end_err(s, -r, "%s: %s", req->path, strerror(-r));
+			return 0;
+		}
+		size = f->len; /* f->buf is non-NULL: the slurped mode */
+	}
 	f->fd = fd;
 	s->op = f;
 	s->ops = &file_read_ops;
 	json_t *ev = json_object();
 	if (ev) {
 		json_object_set_new(ev, "event", json_string("stat"));
-		json_object_set_new(ev, "size", json_integer((json_int_t)st.st_size));
+		json_object_set_new(ev, "size", json_integer((json_int_t)size));
 		json_object_set_new(ev, "mode", json_integer(st.st_mode & 07777));
 		stream_event(s, ev);
 	}

@@ -3,7 +3,9 @@
  * agent_conn: a 1 MiB random file written and read back byte-identical,
  * atomic replace, modes, parents, stat/list/remove/mkdir, distinct errors
  * (ENOENT, ENOTDIR, EISDIR, EACCES, EEXIST, ENOTEMPTY), cancelled uploads
- * leaving nothing, and the 256-stream limit.
+ * leaving nothing, the 256-stream limit, procfs/sysfs files read whole
+ * (their st_size is 0 or 4096) with the true size announced, and uploads
+ * refused onto devices, FIFOs and sockets.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,6 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -289,6 +296,162 @@ static void test_cancelled_upload_leaves_nothing(void **state)
 
 /* 256 streams may be open; the 257th is refused on the host, and the agent
  * still serves once they are closed. */
+/* The host's own bytes of a small pseudo file, or -1. */
+static ssize_t host_read(const char *path, char *buf, size_t len)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return -1;
+	size_t n = fread(buf, 1, len, fp);
+	fclose(fp);
+	return (ssize_t)n;
+}
+
+/* procfs files have st_size 0, sysfs files 4096: the agent reads them
+ * whole and announces the true size (the daemon sends it as Content-Length). */
+static void test_pseudo_files_read_whole(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const paths[] = {"/proc/version", "/proc/cpuinfo",
+					    "/sys/devices/system/cpu/online"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		static char want[1 << 16];
+		ssize_t wn = host_read(paths[i], want, sizeof(want));
+		if (wn < 0)
+			continue; /* not on this host */
+		uint8_t *back = NULL;
+		size_t len = 0;
+		json_t *ev = NULL;
+		json_t *end = harness_read_file(f->c, paths[i], &back, &len, &ev);
+		assert_non_null(end);
+		if (end_error(end))
+			fail_msg("%s: %s", paths[i], end_error(end));
+		assert_true(len > 0);
+		assert_int_equal(end_int(ev, "size"), (json_int_t)len); /* announced = sent */
+		assert_int_equal(end_int(end, "size"), (json_int_t)len);
+		if (strcmp(paths[i], "/proc/cpuinfo") != 0) { /* cpuinfo's MHz moves */
+			assert_int_equal(len, (size_t)wn);
+			assert_memory_equal(back, want, len);
+		}
+		json_decref(ev);
+		json_decref(end);
+		free(back);
+	}
+	/* the agent's own status: its name, and the size it announced */
+	uint8_t *back = NULL;
+	size_t len = 0;
+	json_t *ev = NULL;
+	json_t *end = harness_read_file(f->c, "/proc/self/status", &back, &len, &ev);
+	assert_null(end_error(end));
+	assert_true(len > 5 && memcmp(back, "Name:", 5) == 0);
+	assert_int_equal(end_int(ev, "size"), (json_int_t)len);
+	json_decref(ev);
+	json_decref(end);
+	free(back);
+}
+
+/* A procfs file over the 1 MiB cap (a process's environ with 1.2 MiB of
+ * variables) is refused with EFBIG, not cut. */
+static void test_pseudo_file_over_cap(void **state)
+{
+	struct fixture *f = *state;
+	enum { NVARS = 10, VARLEN = 120 * 1024 };
+	char *envp[NVARS + 1];
+	for (int i = 0; i < NVARS; i++) {
+		envp[i] = malloc(VARLEN + 1);
+		assert_non_null(envp[i]);
+		memset(envp[i], 'v', VARLEN);
+		envp[i][0] = (char)('A' + i);
+		envp[i][1] = '=';
+		envp[i][VARLEN] = '\0';
+	}
+	envp[NVARS] = NULL;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[1]);
+		dup2(p[0], 0);
+		char *argv[] = {"cat", NULL};
+		execve("/bin/cat", argv, envp); /* waits on the pipe */
+		_exit(127);
+	}
+	close(p[0]);
+	for (int i = 0; i < NVARS; i++)
+		free(envp[i]);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	/* wait for the exec to have happened: the environ is then the big one */
+	for (int i = 0; i < 500; i++) {
+		static char probe[16];
+		if (host_read(path, probe, sizeof(probe)) > 0 && probe[0] == 'A')
+			break;
+		usleep(10000);
+	}
+	expect_error(call(f, "file_read", path), "EFBIG");
+	close(p[1]); /* cat sees EOF and exits */
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+/* Uploading onto an existing device, FIFO or socket (or a symlink to one)
+ * is refused with EINVAL and leaves the node as it was: renaming over it
+ * would replace, say, /dev/null for every later command. */
+static void test_upload_refuses_special_files(void **state)
+{
+	struct fixture *f = *state;
+	char fifo[PATH_MAX], sock[PATH_MAX], dev[PATH_MAX], link[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s", ws_path(f, "fifo"));
+	snprintf(sock, sizeof(sock), "%s", ws_path(f, "sock"));
+	snprintf(dev, sizeof(dev), "%s", ws_path(f, "null"));
+	snprintf(link, sizeof(link), "%s", ws_path(f, "link-to-fifo"));
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	assert_int_equal(symlink(fifo, link), 0);
+	int sfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(sfd >= 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int have_sock = strlen(sock) < sizeof(sa.sun_path);
+	if (have_sock) {
+		memcpy(sa.sun_path, sock, strlen(sock) + 1);
+		assert_int_equal(bind(sfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	/* a character device like /dev/null (root only; never the host's own) */
+	int have_dev = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0;
+
+	struct stat st;
+	expect_error(harness_write_file(f->c, fifo, "data", 4, 0644), "EINVAL");
+	assert_int_equal(stat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	expect_error(harness_write_file(f->c, link, "data", 4, 0644), "EINVAL");
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	if (have_sock) {
+		expect_error(harness_write_file(f->c, sock, "data", 4, 0644), "EINVAL");
+		assert_int_equal(stat(sock, &st), 0);
+		assert_true(S_ISSOCK(st.st_mode));
+	}
+	if (have_dev) {
+		expect_error(harness_write_file(f->c, dev, "data", 4, 0644), "EINVAL");
+		assert_int_equal(stat(dev, &st), 0);
+		assert_true(S_ISCHR(st.st_mode));
+	}
+	close(sfd);
+	/* no temporary file was left beside them */
+	json_t *end = call(f, "list", f->a.ws);
+	assert_int_equal(json_array_size(json_object_get(end, "entries")),
+			 2 + (size_t)have_sock + (size_t)have_dev);
+	json_decref(end);
+	/* a regular file is still replaced */
+	char plain[PATH_MAX];
+	snprintf(plain, sizeof(plain), "%s", ws_path(f, "plain"));
+	json_decref(harness_write_file(f->c, plain, "one", 3, 0644));
+	end = harness_write_file(f->c, plain, "two!", 4, 0644);
+	assert_null(end_error(end));
+	assert_int_equal(end_int(end, "size"), 4);
+	json_decref(end);
+}
+
 static void test_stream_limit(void **state)
 {
 	struct fixture *f = *state;
@@ -351,6 +514,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stream_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_odd_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pseudo_files_read_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pseudo_file_over_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upload_refuses_special_files, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

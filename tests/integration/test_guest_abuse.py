@@ -1,0 +1,99 @@
+"""What a careless or hostile user does inside a guest must not break the
+sandbox: pseudo files download whole, uploads do not replace device nodes,
+and a fork bomb ends at its timeout with the guest still answering.
+Skipped when no template is baked (`make templates`)."""
+import time
+
+import pytest
+
+from conftest import create_sandbox, exec_cmd
+
+
+@pytest.fixture(scope="module")
+def base_template(vm_daemon, template):
+    """The fork bomb is about the base template (else the one the tests use)."""
+    ts = {t["name"]: t for t in vm_daemon.request("GET", "/v1/templates").json()["templates"]}
+    return "base" if ts.get("base", {}).get("status") == "ready" else template
+
+
+@pytest.fixture(scope="module")
+def sbx(vm_daemon, template):
+    s = create_sandbox(vm_daemon, template, ttl_seconds=3600)
+    yield s
+    vm_daemon.request("DELETE", f"/v1/sandboxes/{s['id']}")
+
+
+def test_procfs_download_has_the_real_bytes(vm_daemon, sbx):
+    d, base = vm_daemon, f"/v1/sandboxes/{sbx['id']}"
+    for path in ("/proc/version", "/proc/self/status", "/proc/cpuinfo",
+                 "/sys/devices/system/cpu/online"):
+        r = d.request("GET", f"{base}/fs?path={path}")
+        assert r.status == 200, r
+        assert len(r.body) > 0, path
+        assert r.headers["Content-Length"] == str(len(r.body)), path
+    want = exec_cmd(d, sbx["id"], "cat /proc/version")["stdout"].encode()
+    assert d.request("GET", f"{base}/fs?path=/proc/version").body == want
+    want = exec_cmd(d, sbx["id"], "cat /sys/devices/system/cpu/online")["stdout"].encode()
+    assert d.request("GET", f"{base}/fs?path=/sys/devices/system/cpu/online").body == want
+    assert d.request("GET", f"{base}/fs?path=/proc/self/status").body.startswith(b"Name:")
+
+
+def test_upload_onto_device_refused(vm_daemon, sbx):
+    d, sid = vm_daemon, sbx["id"]
+    base = f"/v1/sandboxes/{sid}"
+    r = d.request("PUT", f"{base}/fs?path=/dev/null", b"poison\n")
+    assert r.status == 400 and r.error_code() == "invalid_path", r
+    exec_cmd(d, sid, "mkfifo /tmp/fifo")
+    r = d.request("PUT", f"{base}/fs?path=/tmp/fifo", b"poison\n")
+    assert r.status == 400 and r.error_code() == "invalid_path", r
+    r = exec_cmd(d, sid, "test -c /dev/null && test -p /tmp/fifo && echo ok; cat; ls -a /dev /tmp")
+    assert r["stdout"].startswith("ok\n"), r  # stdin (the guest's /dev/null) reads nothing
+    assert ".pandastack-" not in r["stdout"], r  # no temporary file left behind
+    # a regular file is still replaced
+    assert d.request("PUT", f"{base}/fs?path=/tmp/plain", b"one").status == 200
+    assert d.request("PUT", f"{base}/fs?path=/tmp/plain", b"two!").status == 200
+    assert d.request("GET", f"{base}/fs?path=/tmp/plain").body == b"two!"
+
+
+def pids_in_execs(d, sid):
+    r = exec_cmd(d, sid, "cat /sys/fs/cgroup/pandastack/pids.current", timeout_seconds=20)
+    assert r["stdout"].strip().isdigit(), r
+    return int(r["stdout"])
+
+
+def test_fork_bomb_leaves_the_guest_usable(vm_daemon, base_template):
+    d = vm_daemon
+    s = create_sandbox(d, base_template, ttl_seconds=600)
+    sid = s["id"]
+    try:
+        # a bomb whose shell waits: the timeout's kill (cgroup.kill) ends it all
+        t0 = time.time()
+        r = d.request("POST", f"/v1/sandboxes/{sid}/exec",
+                      {"cmd": "b(){ b|b& }; b; sleep 100", "timeout_seconds": 10}, timeout=60)
+        assert r.status == 200 and r.json()["timed_out"] is True, r
+        assert time.time() - t0 < 25, time.time() - t0
+        t1 = time.time()
+        r = exec_cmd(d, sid, "echo alive", timeout_seconds=20)
+        assert r["stdout"] == "alive\n" and time.time() - t1 < 10, r
+
+        # the classic one: its first shell exits at once and the exec ends
+        # with it; the bomb runs into its pids limit and is then killed
+        r = d.request("POST", f"/v1/sandboxes/{sid}/exec",
+                      {"cmd": "b(){ b|b& }; b", "timeout_seconds": 10}, timeout=60)
+        assert r.status == 200, r
+        t1 = time.time()
+        r = exec_cmd(d, sid, "echo alive", timeout_seconds=20)
+        assert r["stdout"] == "alive\n" and time.time() - t1 < 10, r
+        deadline = time.time() + 30
+        n = pids_in_execs(d, sid)
+        while n >= 10 and time.time() < deadline:
+            time.sleep(1)
+            n = pids_in_execs(d, sid)
+        assert n < 10, n  # gone, not merely contained (this cat and its shell)
+
+        # and the guest still forks as it should
+        r = exec_cmd(d, sid, "for i in 1 2 3 4 5 6 7 8; do sh -c 'echo x' & done; wait",
+                     timeout_seconds=20)
+        assert r["stdout"] == "x\n" * 8, r
+    finally:
+        d.request("DELETE", f"/v1/sandboxes/{sid}")
