@@ -236,10 +236,12 @@ static void stream_fail(struct agent_stream *s, int err, struct reader_out *out)
 		(void)aconn_stream_free_locked(s);
 }
 
-/* Parse a JSON object payload; NULL if it is not one. */
+/* Parse a JSON object payload; NULL if it is not one.  Strings may hold
+ * U+0000 (a kernel's output can): readers take their lengths, and a C
+ * string read of one (json_string_value) just ends early. */
 static json_t *parse_object(const struct proto_frame *f)
 {
-	json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+	json_t *j = json_loadb((const char *)f->payload, f->len, JSON_ALLOW_NUL, NULL);
 	if (j && !json_is_object(j)) {
 		json_decref(j);
 		j = NULL;

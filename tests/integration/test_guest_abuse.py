@@ -1,12 +1,15 @@
 """What a careless or hostile user does inside a guest must not break the
 sandbox: pseudo files download whole, uploads do not replace device nodes,
-and a fork bomb ends at its timeout with the guest still answering.
+a fork bomb ends at its timeout with the guest still answering, long names
+can be written, a removed /workspace comes back, a kernel panic is reported
+at once, and a NUL in a kernel's output arrives as one.
 Skipped when no template is baked (`make templates`)."""
 import time
+from urllib.parse import quote
 
 import pytest
 
-from conftest import create_sandbox, exec_cmd
+from conftest import create_sandbox, exec_cmd, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +100,75 @@ def test_fork_bomb_leaves_the_guest_usable(vm_daemon, base_template):
         assert r["stdout"] == "x\n" * 8, r
     finally:
         d.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_long_file_names_can_be_written(vm_daemon, sbx):
+    d, base = vm_daemon, f"/v1/sandboxes/{sbx['id']}"
+    for name in ("a" * 250, "b" * 255, "é" * 127):       # up to NAME_MAX bytes
+        q = quote("/workspace/" + name)
+        assert d.request("PUT", f"{base}/fs?path={q}", b"first").status == 200, name
+        assert d.request("PUT", f"{base}/fs?path={q}", b"second").status == 200, name
+        assert d.request("GET", f"{base}/fs?path={q}").body == b"second"
+    r = d.request("PUT", f"{base}/fs?path=/workspace/{'c' * 256}", b"x")
+    assert r.status == 400 and r.error_code() == "invalid_path", r
+    r = exec_cmd(d, sbx["id"], "ls -a /workspace | grep -c pandastack || true")
+    assert r["stdout"].strip() == "0", r       # no temporary file left behind
+
+
+def test_removed_workspace_comes_back(vm_daemon, template):
+    d = vm_daemon
+    s = create_sandbox(d, template, ttl_seconds=600)
+    try:
+        exec_cmd(d, s["id"], "rm -rf /workspace", cwd="/")
+        r = exec_cmd(d, s["id"], "pwd")
+        assert r["exit_code"] == 0 and r["stdout"] == "/workspace\n", r
+        r = d.request("POST", f"/v1/sandboxes/{s['id']}/run_code",
+                      {"code": "import os; print(os.getcwd())", "language": "python"})
+        assert r.status == 200 and r.json()["stdout"] == "/workspace\n", r
+        # an explicit cwd that does not exist is still the user's error
+        r = d.request("POST", f"/v1/sandboxes/{s['id']}/exec", {"cmd": "pwd", "cwd": "/nope"})
+        assert r.status == 404 and r.error_code() == "file_not_found", r
+    finally:
+        d.request("DELETE", f"/v1/sandboxes/{s['id']}")
+
+
+def test_kernel_panic_is_reported_at_once(vm_daemon, template):
+    d = vm_daemon
+    s = create_sandbox(d, template, ttl_seconds=600)
+    t0 = time.time()
+    r = d.request("POST", f"/v1/sandboxes/{s['id']}/exec",
+                  {"cmd": "echo c > /proc/sysrq-trigger", "timeout_seconds": 20})
+    assert r.status in (409, 502), r             # the guest went down under the call
+    assert time.time() - t0 < 15
+
+    def failed():
+        g = d.request("GET", f"/v1/sandboxes/{s['id']}").json()
+        return g if g["status"] == "error" else None
+    g = wait_for(failed, timeout=10, interval=0.1, what="the panicked guest to be reported")
+    assert "panicked" in g["reason"], g
+    d.request("DELETE", f"/v1/sandboxes/{s['id']}")
+
+
+def test_nul_in_context_output(vm_daemon):
+    d = vm_daemon
+    ts = {t["name"]: t for t in d.request("GET", "/v1/templates").json()["templates"]}
+    if ts.get("code-interpreter", {}).get("status") != "ready":
+        pytest.skip("code-interpreter is not baked")
+    s = create_sandbox(d, "code-interpreter", ttl_seconds=600)
+    try:
+        r = d.request("POST", f"/v1/sandboxes/{s['id']}/contexts", {})
+        assert r.status == 201, r
+        cid = r.json()["id"]
+        r = d.request("POST", f"/v1/sandboxes/{s['id']}/contexts/{cid}/run_code",
+                      {"code": "from IPython.display import display\n"
+                               "print('a\\x00b')\n"
+                               "display({'text/plain': 'c\\x00d'}, raw=True)"})
+        assert r.status == 200, r
+        ex = r.json()
+        assert ex["stdout"] == "a\x00b\n" and ex["error"] is None, ex
+        assert [res.get("text") for res in ex["results"]] == ["c\x00d"], ex
+        r = d.request("POST", f"/v1/sandboxes/{s['id']}/contexts/{cid}/run_code",
+                      {"code": "raise ValueError('e\\x00f')"})
+        assert r.status == 200 and r.json()["error"]["name"] == "ValueError", r
+    finally:
+        d.request("DELETE", f"/v1/sandboxes/{s['id']}")
