@@ -193,6 +193,10 @@ const char *vm_exit_reason(struct vm *v)
 	/* QEMU's own messages only: the serial console is written by the
 	 * guest, which must not get to word the host's reason. */
 	spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
+	/* QEMU runs with -no-reboot and the guest kernel with panic=-1
+	 * reboot=t: a clean exit nobody asked for is the guest going down */
+	if (!qlog[0] && strcmp(st, "exited 0") == 0)
+		snprintf(qlog, sizeof(qlog), "the guest shut down, rebooted or its kernel panicked");
 	snprintf(v->reason, sizeof(v->reason), "%s%s%s", st[0] ? st : "exited",
 		 qlog[0] ? ": " : "", qlog);
 	return v->reason;
