@@ -89,17 +89,9 @@ static struct agent_context *find_or_end(struct astream *s, const struct agent_r
 
 static int op_create(struct astream *s, struct agent_req *req)
 {
-	const char *cwd = req->cwd ? req->cwd : s->env->workdir;
-	struct stat st;
-	if (stat(cwd, &st) < 0) {
-		int e = errno;
-		stream_end_err(s, e, "cwd %s: %s", cwd, strerror(e));
+	const char *cwd;
+	if (agent_cwd_ready(s, req->cwd, &cwd))
 		return 0;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		stream_end_err(s, ENOTDIR, "cwd %s: not a directory", cwd);
-		return 0;
-	}
 	char **envp = agent_env_build(req);
 	if (!envp)
 		return -ENOMEM;

@@ -450,6 +450,31 @@ static const struct op_ops exec_ops = {
 /* --- spawning ---------------------------------------------------------------- */
 
 /* The base environment with req's variables added (see stream.h). */
+int agent_cwd_ready(struct astream *s, const char *req_cwd, const char **out)
+{
+	const char *cwd = req_cwd ? req_cwd : s->env->workdir;
+	struct stat st;
+	int r = stat(cwd, &st) < 0 ? -errno : 0;
+	if (r == -ENOENT && !req_cwd) {
+		/* the default folder is the agent's: a user who removed it
+		 * (rm -rf /workspace) still gets somewhere to run */
+		r = util_mkdir_p(cwd, 0755);
+		if (r == 0)
+			r = stat(cwd, &st) < 0 ? -errno : 0;
+		log_kv(LOG_INFO, "agent.workdir_recreated", "r=%d", r);
+	}
+	if (r < 0) {
+		stream_end_err(s, -r, "cwd %s: %s", cwd, strerror(-r));
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		stream_end_err(s, ENOTDIR, "cwd %s: not a directory", cwd);
+		return 1;
+	}
+	*out = cwd;
+	return 0;
+}
+
 char **agent_env_build(const struct agent_req *req)
 {
 	char **envp = calloc(NBASE + req->nenv + 1, sizeof(char *));
@@ -523,17 +548,9 @@ static int make_pipe(int p[2], int nonblock_end)
 int op_exec_start(struct astream *s, struct agent_req *req)
 {
 	int64_t t_open = util_now_us();
-	const char *cwd = req->cwd ? req->cwd : s->env->workdir;
-	struct stat st;
-	if (stat(cwd, &st) < 0) {
-		int e = errno;
-		stream_end_err(s, e, "cwd %s: %s", cwd, strerror(e));
+	const char *cwd;
+	if (agent_cwd_ready(s, req->cwd, &cwd))
 		return 0;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		stream_end_err(s, ENOTDIR, "cwd %s: not a directory", cwd);
-		return 0;
-	}
 	struct exec_op *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;

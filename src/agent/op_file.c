@@ -3,7 +3,8 @@
  * streamed as raw DATA under the credit window.
  *
  * file_write writes into a temporary file next to the target
- * (".<name>.pandastack-<n>", mode 0600 while open) and renames it over the
+ * (".<name>.pandastack-<n>", or ".pandastack-write-<n>" for a name near
+ * NAME_MAX; mode 0600 while open) and renames it over the
  * target at EOF, so readers see the old file or the new one, never a part.
  * The mode is applied with fchmod (the umask does not apply).  A cancel, an
  * error or the host's departure removes the temporary file.
@@ -156,8 +157,15 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 		return -ENOMEM;
 	w->fd = -1;
 	w->mode = req->mode;
-	if (snprintf(w->tmp, sizeof(w->tmp), "%s/.%s.pandastack-%llu", dl == 1 ? "" : dir,
-		     slash + 1, (unsigned long long)++s->env->seq) >= (int)sizeof(w->tmp)) {
+	/* A name near NAME_MAX leaves no room for the decoration: then the
+	 * temporary file goes without the target's name. */
+	unsigned long long seq = (unsigned long long)++s->env->seq;
+	int n = strlen(slash + 1) + 40 <= NAME_MAX
+			? snprintf(w->tmp, sizeof(w->tmp), "%s/.%s.pandastack-%llu",
+				   dl == 1 ? "" : dir, slash + 1, seq)
+			: snprintf(w->tmp, sizeof(w->tmp), "%s/.pandastack-write-%llu",
+				   dl == 1 ? "" : dir, seq);
+	if (n >= (int)sizeof(w->tmp)) {
 		free(w);
 		return -ENAMETOOLONG;
 	}

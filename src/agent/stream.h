@@ -131,6 +131,15 @@ json_t *json_string_lossy(const char *s, size_t n);
  */
 char **agent_env_build(const struct agent_req *req);
 
+/*
+ * agent_cwd_ready - the working directory of what the agent starts for the
+ * user: req_cwd, or the default workdir when NULL (recreated, mode 0755,
+ * when a user removed it).  Returns 0 with *out set (borrowed), or 1 after
+ * ending s with ENOENT / ENOTDIR / the errno naming what is wrong.  Loop
+ * thread.
+ */
+int agent_cwd_ready(struct astream *s, const char *req_cwd, const char **out);
+
 /* Operation entry points: each either starts the work (setting s->ops and
  * s->op) or ends the stream at once.  It may take strings out of req (set
  * the field to NULL); the session frees what is left with agent_req_free.
