@@ -145,3 +145,13 @@ def test_connect_needs_an_id(api):
     from pandastack import Sandbox
     with pytest.raises(ValueError, match="sandbox_id"):
         Sandbox.connect("", api_key="pds_x", api_url="http://127.0.0.1:9")
+
+
+def test_context_info_keeps_the_api_fields(api, sandbox):
+    api.route("POST", SB + "/contexts", Reply(201, {
+        "id": "ctx_abc", "language": "python", "cwd": "/tmp", "kernel": "jupyter",
+        "language_version": "3.11.2", "busy": False, "created_at": "2026-11-30T03:50:04.695Z"}))
+    ctx = sandbox.create_code_context(cwd="/tmp")
+    i = ctx.info
+    assert (i.id, i.cwd, i.kernel, i.language_version, i.busy, i.created_at) == (
+        "ctx_abc", "/tmp", "jupyter", "3.11.2", False, "2026-11-30T03:50:04.695Z")

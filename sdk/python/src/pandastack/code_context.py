@@ -62,13 +62,13 @@ class CodeContext:
     """
 
     def __init__(self, transport: "Transport", sandbox_id: str, context_id: str,
-                 language: str = "python") -> None:
+                 language: str = "python", info: Optional[CodeContextInfo] = None) -> None:
         """Internal: use ``sandbox.create_code_context()``."""
         self._t = transport
         self.sandbox_id = sandbox_id
         self.id = context_id
         self.language = language
-        self.info = CodeContextInfo(id=context_id, language=language)
+        self.info = info or CodeContextInfo(id=context_id, language=language)
         self._path = (f"/v1/sandboxes/{urllib.parse.quote(sandbox_id, safe='')}"
                       f"/contexts/{urllib.parse.quote(context_id, safe='')}")
 

@@ -398,15 +398,26 @@ class DirListing:
 
 @dataclass(frozen=True)
 class CodeContextInfo:
-    """A code context as the API lists it: its ``id`` (``ctx_...``) and
-    ``language``."""
+    """A code context as the API describes it: ``id`` (``ctx_...``),
+    ``language``, and where the API gives them ``cwd``, ``kernel``
+    (``"jupyter"``: rich results, or ``"fallback"``: plain text),
+    ``language_version``, ``busy`` (a call runs or waits) and ``created_at``
+    (ISO 8601)."""
 
     id: str
     language: str = "python"
+    cwd: Optional[str] = None
+    kernel: Optional[str] = None
+    language_version: Optional[str] = None
+    busy: bool = False
+    created_at: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Any) -> "CodeContextInfo":
         """Build from an API context object; never raises."""
         if not isinstance(d, dict):
             d = {}
-        return cls(id=_str(d, "id"), language=_str(d, "language", "python"))
+        return cls(id=_str(d, "id"), language=_str(d, "language", "python"),
+                   cwd=_opt_str(d, "cwd"), kernel=_opt_str(d, "kernel"),
+                   language_version=_opt_str(d, "language_version"), busy=_bool(d, "busy"),
+                   created_at=_opt_str(d, "created_at"))

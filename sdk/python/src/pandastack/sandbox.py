@@ -351,7 +351,7 @@ class Sandbox:
         info = CodeContextInfo.from_json(doc)
         if not info.id:
             raise PandaStackError("context create answered without an id", "invalid_response")
-        return CodeContext(self._t, self.id, info.id, info.language)
+        return CodeContext(self._t, self.id, info.id, info.language, info)
 
     def list_code_contexts(self) -> List[CodeContext]:
         """The sandbox's open code contexts."""
@@ -362,7 +362,7 @@ class Sandbox:
         elif isinstance(doc, list):
             items = doc
         infos = [CodeContextInfo.from_json(c) for c in items]
-        return [CodeContext(self._t, self.id, i.id, i.language) for i in infos if i.id]
+        return [CodeContext(self._t, self.id, i.id, i.language, i) for i in infos if i.id]
 
 
 class _CallbackError(Exception):
