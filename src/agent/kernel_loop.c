@@ -179,6 +179,12 @@ static void finish(struct kernel_ctx *c, json_t *err)
 					 json_string_value(json_object_get(kerr, "traceback")));
 	}
 	int ask_exit = c->x.ask_exit;
+	/* exit()/quit() loses the state, like a death: say so (below, the
+	 * kernel is replaced) rather than answer a cell without an error */
+	if (ask_exit && !err && !c->x.error && !c->x.reply_error && j->kind == JOB_USER)
+		err = jupyter_make_error("DeadKernelError",
+					 "the code called exit(): the kernel was restarted and "
+					 "its state is lost", "");
 	json_t *done = jupyter_exec_done(&c->x, now - c->cur_started, c->cur_timed_out, err);
 	if (j->kind == JOB_USER) {
 		kernel__emit(c, j->id, done);

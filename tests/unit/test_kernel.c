@@ -597,7 +597,10 @@ static void test_j_exit_replaces_kernel(void **state)
 	run_clear(&r);
 	pid_t old = kernel_ctx_pid(jbox.c);
 	run_code(&jbox, "exit()", 0, &r);
-	assert_ok(&r);
+	/* the state is lost: the cell says so */
+	assert_non_null(error_of(&r));
+	assert_string_equal(str(error_of(&r), "name"), "DeadKernelError");
+	assert_non_null(strstr(str(error_of(&r), "value"), "exit()"));
 	run_clear(&r);
 	/* The next run goes to a new kernel, never to the one exiting. */
 	run_code(&jbox, "'gone_after_exit' in globals()", 0, &r);
