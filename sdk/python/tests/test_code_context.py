@@ -155,3 +155,68 @@ def test_context_info_keeps_the_api_fields(api, sandbox):
     i = ctx.info
     assert (i.id, i.cwd, i.kernel, i.language_version, i.busy, i.created_at) == (
         "ctx_abc", "/tmp", "jupyter", "3.11.2", False, "2026-11-30T03:50:04.695Z")
+
+
+def _sse(events):
+    def handler(req):
+        h = req.handler
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        for ev in events:
+            h.wfile.write(ev)
+            h.wfile.flush()
+        h.close_connection = True
+    return handler
+
+
+def test_run_code_streams_to_callbacks(api, sandbox):
+    ctx = CodeContext(sandbox._t, SID, "ctx_abc")
+    api.route("POST", CTX + "/run_code_stream", _sse([
+        b'event: stdout\ndata: {"text": "0\\n"}\n\n',
+        b': keepalive\n\n',
+        b'event: result\ndata: {"is_main_result": false, "png": "' + PNG.encode() + b'"}\n\n',
+        b'event: stderr\ndata: {"text": "warn\\n"}\n\n',
+        b'event: stdout\ndata: {"text": "1\\n"}\n\n',
+        b'event: result\ndata: {"is_main_result": true, "text": "42"}\n\n',
+        b'event: done\ndata: {"error": null, "execution_count": 4, "exit_code": 0, '
+        b'"duration_ms": 1616}\n\n',
+    ]))
+    out, err, res = [], [], []
+    ex = ctx.run_code("loop()", timeout_seconds=3, on_stdout=out.append,
+                      on_stderr=err.append, on_result=res.append)
+    (req,) = api.calls("POST", CTX + "/run_code_stream")
+    assert req.json() == {"code": "loop()", "timeout_seconds": 3}
+    assert req.headers["accept"] == "text/event-stream"
+    assert out == ["0\n", "1\n"] and err == ["warn\n"]
+    assert [isinstance(r, Result) for r in res] == [True, True] and res[0].png == PNG
+    assert ex.stdout == "0\n1\n" and ex.stderr == "warn\n" and ex.text == "42"
+    assert ex.png == PNG and ex.execution_count == 4 and ex.duration_ms == 1616
+    assert ex.error is None and ex.exit_code == 0 and api.calls("POST", CTX + "/run_code") == []
+
+
+def test_run_code_stream_errors(api, sandbox):
+    ctx = CodeContext(sandbox._t, SID, "ctx_abc")
+    api.route("POST", CTX + "/run_code_stream", _sse([
+        b'event: stdout\ndata: {"text": "x"}\n\n',
+        b'event: done\ndata: {"error": {"name": "ZeroDivisionError", "value": "division by zero",'
+        b' "traceback": "..."}, "execution_count": 5, "exit_code": 1, "duration_ms": 3}\n\n']))
+    ex = ctx.run_code("1/0", on_stdout=lambda s: None)
+    assert ex.error.name == "ZeroDivisionError" and ex.exit_code == 1
+    api.route("POST", CTX + "/run_code_stream", _sse([
+        b'event: error\ndata: {"error": {"code": "context_not_found", "message": "gone"}}\n\n']))
+    with pytest.raises(NotFoundError):
+        ctx.run_code("1", on_result=lambda r: None)
+    api.route("POST", CTX + "/run_code_stream", _sse([b'event: stdout\ndata: {"text": "x"}\n\n']))
+    from pandastack import ConnectionError as PSConnectionError
+    with pytest.raises(PSConnectionError):
+        ctx.run_code("1", on_stdout=lambda s: None)
+    api.route("POST", CTX + "/run_code_stream", _sse([
+        b'event: stdout\ndata: {"text": "x"}\n\n',
+        b'event: done\ndata: {"error": null, "exit_code": 0, "duration_ms": 1}\n\n']))
+
+    def boom(_):
+        raise KeyError("mine")
+    with pytest.raises(KeyError):
+        ctx.run_code("1", on_stdout=boom)

@@ -182,3 +182,15 @@ def test_ttl_kill_and_gone(live):
     with pytest.raises(NotFoundError):
         s.exec("true")
 
+
+
+def test_context_cell_streamed_to_callbacks(sb):
+    with sb.create_code_context() as ctx:
+        out, results = [], []
+        ex = ctx.run_code("import time\nfor i in range(3):\n    print(i, flush=True)\n"
+                          "    time.sleep(0.2)\n6 * 7", on_stdout=out.append,
+                          on_result=results.append)
+        assert "".join(out) == "0\n1\n2\n" == ex.stdout and len(out) >= 2   # as printed
+        assert [r.text for r in results] == ["42"] and ex.text == "42" and ex.error is None
+        ex = ctx.run_code("1/0", on_stderr=lambda s: None)
+        assert ex.error.name == "ZeroDivisionError" and ex.exit_code == 1

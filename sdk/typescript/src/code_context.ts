@@ -9,8 +9,9 @@
  * Variables and imports persist across `runCode` calls of one context.
  */
 
-import { NotFoundError } from "./errors.js";
-import { Execution } from "./execution.js";
+import { ConnectionError, NotFoundError, apiError } from "./errors.js";
+import { Execution, Result } from "./execution.js";
+import { parseJsonEvent, readSse } from "./sse.js";
 import { type HttpClient, seg } from "./http.js";
 import { type CodeContextInfo, isObject, parseCodeContextInfo } from "./models.js";
 
@@ -22,7 +23,19 @@ export interface RunCodeOptions {
    */
   timeoutSeconds?: number;
   signal?: AbortSignal;
+  /**
+   * Called with each chunk the cell prints, as it is printed. With any of the
+   * three callbacks the cell is streamed (`POST .../run_code_stream`); a
+   * callback that throws (or rejects) cancels the cell, and the error propagates.
+   */
+  onStdout?: (chunk: string) => unknown;
+  onStderr?: (chunk: string) => unknown;
+  /** Called with each Result (a chart, a table, the cell's value) as the kernel produces it. */
+  onResult?: (result: Result) => unknown;
 }
+
+/** Longest silence of a streamed cell, milliseconds (the daemon sends a keepalive every 15 s). */
+const STREAM_IDLE_MIN_MS = 45_000;
 
 /** Options of `sandbox.createCodeContext`. */
 export interface CodeContextOptions {
@@ -97,6 +110,7 @@ export class CodeContext {
   async runCode(code: string, opts: RunCodeOptions = {}): Promise<Execution> {
     const body: Record<string, unknown> = { code };
     if (opts.timeoutSeconds !== undefined) body.timeout_seconds = opts.timeoutSeconds;
+    if (opts.onStdout || opts.onStderr || opts.onResult) return this.runStreamed(body, opts);
     const raw = await this.http.json({
       method: "POST",
       path: this.path("/run_code"),
@@ -105,6 +119,53 @@ export class CodeContext {
       signal: opts.signal,
     });
     return new Execution(raw);
+  }
+
+  /** runCode through the event stream: callbacks as events come, then the Execution. */
+  private async runStreamed(body: Record<string, unknown>, opts: RunCodeOptions): Promise<Execution> {
+    runDeadlineMs(opts.timeoutSeconds, this.http.config.requestTimeoutMs); // the same argument checks
+    const res = await this.http.stream({
+      method: "POST",
+      path: this.path("/run_code_stream"),
+      json: body,
+      accept: "text/event-stream",
+      idle: true,
+      timeoutMs: Math.max(this.http.config.requestTimeoutMs, STREAM_IDLE_MIN_MS),
+      signal: opts.signal,
+    });
+    const out: string[] = [];
+    const err: string[] = [];
+    const results: Record<string, unknown>[] = [];
+    for await (const ev of readSse(res.body)) {
+      const data = parseJsonEvent(ev.data);
+      switch (ev.event) {
+        case "stdout":
+        case "stderr": {
+          if (typeof data.text !== "string") break;
+          (ev.event === "stdout" ? out : err).push(data.text);
+          const cb = ev.event === "stdout" ? opts.onStdout : opts.onStderr;
+          if (cb) await cb(data.text);
+          break;
+        }
+        case "result":
+          results.push(data);
+          if (opts.onResult) await opts.onResult(new Result(data));
+          break;
+        case "done":
+          return new Execution({ ...data, results, stdout: out.join(""), stderr: err.join("") });
+        case "error": {
+          const e = isObject(data.error) ? data.error : {};
+          throw apiError(
+            undefined,
+            typeof e.code === "string" ? e.code : "stream_error",
+            typeof e.message === "string" ? e.message : "the run_code stream failed",
+          );
+        }
+        default:
+          break;
+      }
+    }
+    throw new ConnectionError("the run_code stream ended before the cell did", { code: "connection_failed" });
   }
 
   /**

@@ -25,7 +25,7 @@ import {
   parseSandboxInfo,
   str,
 } from "./models.js";
-import { readSse } from "./sse.js";
+import { parseJsonEvent, readSse } from "./sse.js";
 
 /** The template `Sandbox.create` uses when none is named. */
 export const DEFAULT_TEMPLATE = "code-interpreter";
@@ -96,15 +96,6 @@ function execBody(cmd: string, opts: ExecOptions): Record<string, unknown> {
   if (opts.cwd !== undefined) body.cwd = opts.cwd;
   if (opts.stdin !== undefined) body.stdin = opts.stdin;
   return body;
-}
-
-function parseJsonEvent(data: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(data);
-    return isObject(v) ? v : {};
-  } catch {
-    return {};
-  }
 }
 
 /**

@@ -104,3 +104,13 @@ export async function* readSse(
     reader.releaseLock();
   }
 }
+
+/** The JSON object an event carries; anything else (bad JSON, not an object) gives {}. */
+export function parseJsonEvent(data: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(data);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

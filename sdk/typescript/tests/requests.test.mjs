@@ -169,6 +169,64 @@ for (const step of [1, 7, 100000]) {
   });
 }
 
+const CELL_STREAM =
+  'event: stdout\ndata: {"text": "0\\n"}\n\n' +
+  ': keepalive\n\n' +
+  'event: result\ndata: {"is_main_result": false, "png": "iVBORw0KGgo="}\n\n' +
+  'event: stderr\ndata: {"text": "warn\\n"}\n\n' +
+  'event: result\ndata: {"is_main_result": true, "text": "42"}\n\n' +
+  'event: done\ndata: {"error": null, "execution_count": 4, "exit_code": 0, "duration_ms": 1616}\n\n';
+
+for (const step of [3, 100000]) {
+  test(`ctx.runCode with callbacks streams the cell (pieces of ${step} bytes)`, async () => {
+    const fake = await fakeDaemon({
+      "POST /contexts": (req, res) => sendJson(res, 201, { id: "ctx_5", language: "python" }),
+      "POST /contexts/ctx_5/run_code_stream": (req, res) => writeSse(res, CELL_STREAM, step),
+    });
+    try {
+      const sb = await Sandbox.connect(ID, sdkOpts(fake));
+      const ctx = await sb.createCodeContext();
+      const seen = [];
+      const ex = await ctx.runCode("loop()", {
+        timeoutSeconds: 3,
+        onStdout: (d) => seen.push(["out", d]),
+        onStderr: async (d) => { await new Promise((r) => setTimeout(r, 2)); seen.push(["err", d]); },
+        onResult: (r) => seen.push(["result", r.png ?? r.text]),
+      });
+      assert.deepEqual(seen, [["out", "0\n"], ["result", "iVBORw0KGgo="], ["err", "warn\n"], ["result", "42"]]);
+      assert.equal(ex.stdout, "0\n");
+      assert.equal(ex.stderr, "warn\n");
+      assert.equal(ex.text, "42");
+      assert.equal(ex.png, "iVBORw0KGgo=");
+      assert.equal(ex.execution_count, 4);
+      assert.equal(ex.duration_ms, 1616);
+      assert.equal(ex.error, null);
+      const req = fake.requests.find((r) => r.path.endsWith("/run_code_stream"));
+      assert.deepEqual(json(req), { code: "loop()", timeout_seconds: 3 });
+      assert.equal(req.headers.accept, "text/event-stream");
+    } finally {
+      await fake.close();
+    }
+  });
+}
+
+test("ctx.runCode stream: an error event is typed, a cut stream is a ConnectionError", async () => {
+  const fake = await fakeDaemon({
+    "POST /contexts": (req, res) => sendJson(res, 201, { id: "ctx_6", language: "python" }),
+    "POST /contexts/ctx_6/run_code_stream": (req, res, rec) => json(rec).code === "cut"
+      ? writeSse(res, 'event: stdout\ndata: {"text": "x"}\n\n', 1000)
+      : writeSse(res, 'event: error\ndata: {"error": {"code": "context_not_found", "message": "gone"}}\n\n', 1000),
+  });
+  try {
+    const sb = await Sandbox.connect(ID, sdkOpts(fake));
+    const ctx = await sb.createCodeContext();
+    await assert.rejects(ctx.runCode("1", { onStdout: () => {} }), (e) => e instanceof NotFoundError && e.code === "context_not_found");
+    await assert.rejects(ctx.runCode("cut", { onResult: () => {} }), (e) => e.code === "connection_failed");
+  } finally {
+    await fake.close();
+  }
+});
+
 test("execStream: an error event becomes the typed error", async () => {
   const fake = await fakeDaemon({
     "POST /exec_stream": (req, res) => writeSse(res,

@@ -8,8 +8,9 @@ client buffer without bound. Comment lines (``: keepalive``) are skipped.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import IO, Iterator, List
+from typing import IO, Any, Callable, Dict, Iterator, List
 
 from .errors import PandaStackError
 
@@ -64,3 +65,29 @@ def iter_events(stream: IO[bytes]) -> Iterator[Event]:
                 raise PandaStackError("event stream event over the cap", "invalid_response")
             data.append(value)
         # "id" and "retry" carry nothing the SDK uses.
+
+
+class _CallbackError(Exception):
+    """Carries an exception raised by a caller's callback through the stream's
+    transport error handling."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+def _call_user(cb: Callable[[Any], Any], arg: Any) -> None:
+    """Call a caller's callback; its exception comes out as _CallbackError."""
+    try:
+        cb(arg)
+    except Exception as e:  # KeyboardInterrupt and the like pass through as they are
+        raise _CallbackError(e) from e
+
+
+def _event_json(data: str) -> Dict[str, Any]:
+    """Decode an event's JSON data; anything but an object gives {}."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -9,12 +9,20 @@ context run one at a time in the sandbox (a second waits its turn); a
 """
 from __future__ import annotations
 
+import http.client
 import math
+import socket
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Dict, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type
 
-from .errors import NotFoundError, PandaStackError
-from .models import CodeContextInfo, Execution
+from ._http import _client_error
+from ._sse import _call_user, _CallbackError, _event_json, iter_events
+from .errors import ConnectionError, NotFoundError, PandaStackError, error_for_code
+from .models import CodeContextInfo, Execution, Result
+
+# Longest silence of a streamed cell before the client gives up, seconds
+# (the daemon sends a keepalive comment every 15 s).
+STREAM_IDLE_TIMEOUT_S = 45.0
 
 if TYPE_CHECKING:  # pragma: no cover
     from types import TracebackType
@@ -75,7 +83,10 @@ class CodeContext:
     def __repr__(self) -> str:
         return f"CodeContext(id={self.id!r}, language={self.language!r}, sandbox_id={self.sandbox_id!r})"
 
-    def run_code(self, code: str, timeout_seconds: Optional[float] = None) -> Execution:
+    def run_code(self, code: str, timeout_seconds: Optional[float] = None, *,
+                 on_stdout: Optional[Callable[[str], Any]] = None,
+                 on_stderr: Optional[Callable[[str], Any]] = None,
+                 on_result: Optional[Callable[[Result], Any]] = None) -> Execution:
         """Run ``code`` as one cell in this context and return its Execution.
 
         Args:
@@ -84,6 +95,13 @@ class CodeContext:
                 at the limit the cell is interrupted (the context keeps its
                 state) and the Execution's ``error`` says so. None: the
                 daemon's default; 0: no limit.
+            on_stdout / on_stderr: called with each chunk the cell prints
+                (str), as it is printed; on_result: called with each Result
+                (a chart, a table, the cell's value) as the kernel produces
+                it.  With any of them the cell runs through the streaming
+                route (Server-Sent Events); the callbacks run on the calling
+                thread, and an exception from one cancels the cell (it is
+                interrupted) and propagates.
         Returns:
             the Execution (results, stdout, stderr, error, exit_code, ...). A cell
             that raises is not an SDK error: see ``Execution.error``.
@@ -94,9 +112,65 @@ class CodeContext:
         body: Dict[str, Any] = {"code": code}
         if timeout_seconds is not None:
             body["timeout_seconds"] = timeout_seconds
+        if on_stdout is not None or on_stderr is not None or on_result is not None:
+            return self._run_streamed(body, timeout_seconds, on_stdout, on_stderr, on_result)
         doc = self._t.request_json("POST", self._path + "/run_code", json_body=body,
                                    timeout=run_deadline(self._t, timeout_seconds), ok=(200,))
         return Execution.from_json(doc)
+
+    def _run_streamed(self, body: Dict[str, Any], timeout_seconds: Optional[float],
+                      on_stdout: Optional[Callable[[str], Any]],
+                      on_stderr: Optional[Callable[[str], Any]],
+                      on_result: Optional[Callable[[Result], Any]]) -> Execution:
+        """run_code through POST .../run_code_stream (docs/api.md): stdout,
+        stderr and result events to the callbacks, then the Execution from
+        the done event and everything seen."""
+        run_deadline(self._t, timeout_seconds)  # the same argument checks
+        idle = None if self._t.timeout is None else max(self._t.timeout, STREAM_IDLE_TIMEOUT_S)
+        what = f"POST {self._path}/run_code_stream"
+        out: List[str] = []
+        err: List[str] = []
+        results: List[Any] = []
+        with self._t.open("POST", self._path + "/run_code_stream", json_body=body,
+                          timeout=idle, headers={"Accept": "text/event-stream"}) as resp:
+            try:
+                for ev in iter_events(resp):
+                    doc = _event_json(ev.data)
+                    if ev.event in ("stdout", "stderr"):
+                        chunk = doc.get("text")
+                        if not isinstance(chunk, str):
+                            continue
+                        (out if ev.event == "stdout" else err).append(chunk)
+                        cb = on_stdout if ev.event == "stdout" else on_stderr
+                        if cb is not None:
+                            _call_user(cb, chunk)
+                    elif ev.event == "result":
+                        results.append(doc)
+                        if on_result is not None:
+                            _call_user(on_result, Result.from_json(doc))
+                    elif ev.event == "done":
+                        doc = dict(doc, results=results, stdout="".join(out),
+                                   stderr="".join(err))
+                        return Execution.from_json(doc)
+                    elif ev.event == "error":
+                        e = doc.get("error")
+                        e = e if isinstance(e, dict) else {}
+                        code, msg = e.get("code"), e.get("message")
+                        raise error_for_code(
+                            code if isinstance(code, str) else "stream_error",
+                            msg if isinstance(msg, str) else "the run_code stream failed")
+                    # Unknown events carry nothing the Execution needs.
+            except _CallbackError as e:
+                raise e.error  # the caller's own exception, unchanged
+            except PandaStackError:
+                raise
+            except socket.timeout as e:
+                raise _client_error(e, what) from None
+            except (OSError, http.client.HTTPException) as e:
+                raise ConnectionError(f"{what}: stream cut short: {e}", "connection_failed",
+                                      resp.status) from None
+        raise ConnectionError(f"{what}: the stream ended before the cell did",
+                              "connection_failed", None)
 
     def interrupt(self) -> None:
         """Interrupt the cell running in this context (as Jupyter's interrupt:

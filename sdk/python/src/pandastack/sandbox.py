@@ -9,14 +9,13 @@ own connection).
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 import urllib.parse
 from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence,
                     Tuple, Type)
 
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, _client_error
-from ._sse import iter_events
+from ._sse import _call_user, _CallbackError, _event_json, iter_events
 from .code_context import CodeContext, run_deadline
 from .errors import (CommandFailed, ConnectionError, NotFoundError, PandaStackError,
                      error_for_code)
@@ -363,29 +362,3 @@ class Sandbox:
             items = doc
         infos = [CodeContextInfo.from_json(c) for c in items]
         return [CodeContext(self._t, self.id, i.id, i.language, i) for i in infos if i.id]
-
-
-class _CallbackError(Exception):
-    """Carries an exception raised by a caller's callback through the stream's
-    transport error handling."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(repr(error))
-        self.error = error
-
-
-def _call_user(cb: Callable[[Any], Any], arg: Any) -> None:
-    """Call a caller's callback; its exception comes out as _CallbackError."""
-    try:
-        cb(arg)
-    except Exception as e:  # KeyboardInterrupt and the like pass through as they are
-        raise _CallbackError(e) from e
-
-
-def _event_json(data: str) -> Dict[str, Any]:
-    """Decode an event's JSON data; anything but an object gives {}."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
