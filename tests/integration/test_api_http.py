@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import DAEMON, ROOT, Daemon
+from conftest import DAEMON, ROOT, Daemon, wait_for
 
 FAKE_SBX = "sbx_0123456789abcdef0123"
 
@@ -347,6 +347,11 @@ def test_nul_in_json_named_plainly(api_daemon):
 
 def test_request_log_names_the_sandbox(api_daemon):
     api_daemon.request("GET", f"/v1/sandboxes/{FAKE_SBX}")
-    lines = [l for l in api_daemon.log().splitlines()
-             if "event=http.request" in l and "route=/v1/sandboxes/{id} " in l]
-    assert lines and f'sandbox="{FAKE_SBX}"' in lines[-1], lines[-1:]
+
+    def lines():
+        return [l for l in api_daemon.log().splitlines()
+                if "event=http.request" in l and "route=/v1/sandboxes/{id} " in l]
+    # the line is written once the answer went out: it may lag the answer
+    wait_for(lambda: any(f'sandbox="{FAKE_SBX}"' in l for l in lines()), timeout=5,
+             what="the request's log line")
+    assert all(re.search(r' sandbox="[^"]*" ', l) for l in lines()), lines()[-3:]
