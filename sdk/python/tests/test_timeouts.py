@@ -93,7 +93,7 @@ def test_stream_with_keepalives_is_not_a_timeout(api, sandbox):
 
 def test_silent_stream_gives_client_timeout(api, sandbox, monkeypatch):
     import pandastack.sandbox as sbmod
-    monkeypatch.setattr(sbmod, "_STREAM_IDLE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(sbmod, "STREAM_IDLE_TIMEOUT_S", 0.3)
     sandbox._t.timeout = 0.3
     release = threading.Event()
 

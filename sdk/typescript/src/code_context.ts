@@ -34,8 +34,8 @@ export interface RunCodeOptions {
   onResult?: (result: Result) => unknown;
 }
 
-/** Longest silence of a streamed cell, milliseconds (the daemon sends a keepalive every 15 s). */
-const STREAM_IDLE_MIN_MS = 45_000;
+/** Longest silence of a stream (a cell's or an exec's), milliseconds (the daemon sends a keepalive every 15 s). @internal */
+export const STREAM_IDLE_MIN_MS = 45_000;
 
 /** Options of `sandbox.createCodeContext`. */
 export interface CodeContextOptions {

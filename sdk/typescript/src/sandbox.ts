@@ -11,6 +11,7 @@ import {
   createCodeContext,
   listCodeContexts,
   runDeadlineMs,
+  STREAM_IDLE_MIN_MS,
 } from "./code_context.js";
 import { type ConnectionOptions, resolveConfig } from "./config.js";
 import { CommandFailed, ConnectionError, NotFoundError, apiError } from "./errors.js";
@@ -29,8 +30,6 @@ import { parseJsonEvent, readSse } from "./sse.js";
 
 /** The template `Sandbox.create` uses when none is named. */
 export const DEFAULT_TEMPLATE = "code-interpreter";
-/** Longest silence of an exec stream, ms (the daemon sends a keepalive every 15 s). */
-const STREAM_IDLE_MIN_MS = 45_000;
 
 /** Options of `Sandbox.create`. */
 export interface SandboxCreateOptions extends ConnectionOptions {

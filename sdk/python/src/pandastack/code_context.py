@@ -20,8 +20,8 @@ from ._sse import _call_user, _CallbackError, _event_json, iter_events
 from .errors import ConnectionError, NotFoundError, PandaStackError, error_for_code
 from .models import CodeContextInfo, Execution, Result
 
-# Longest silence of a streamed cell before the client gives up, seconds
-# (the daemon sends a keepalive comment every 15 s).
+# Longest silence of a stream (a cell's or an exec's) before the client gives
+# up, seconds (the daemon sends a keepalive comment every 15 s).
 STREAM_IDLE_TIMEOUT_S = 45.0
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -16,7 +16,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional,
 
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, _client_error
 from ._sse import _call_user, _CallbackError, _event_json, iter_events
-from .code_context import CodeContext, run_deadline
+from .code_context import STREAM_IDLE_TIMEOUT_S, CodeContext, run_deadline
 from .errors import (CommandFailed, ConnectionError, NotFoundError, PandaStackError,
                      error_for_code)
 from .filesystem import Filesystem
@@ -30,8 +30,6 @@ __all__ = ["Sandbox"]
 DEFAULT_TEMPLATE = "code-interpreter"
 # A create answers within the daemon's 30 s create deadline; wait a bit longer.
 _CREATE_TIMEOUT_S = 90.0
-# The daemon sends `: keepalive` after 15 s without output on a stream.
-_STREAM_IDLE_TIMEOUT_S = 45.0
 
 OutputCallback = Callable[[str], Any]
 
@@ -266,7 +264,7 @@ class Sandbox:
         the typed error for its API code.
         """
         body = _exec_body(cmd, timeout_seconds, env, cwd, stdin)
-        idle = None if self._t.timeout is None else max(self._t.timeout, _STREAM_IDLE_TIMEOUT_S)
+        idle = None if self._t.timeout is None else max(self._t.timeout, STREAM_IDLE_TIMEOUT_S)
         out: List[str] = []
         err: List[str] = []
         what = f"POST {self._path}/exec_stream"
