@@ -199,6 +199,22 @@ class FakeApi:
             h.close_connection = True  # the client stopped reading: expected in some tests
 
 
+def sse(events):
+    """A handler answering 200 text/event-stream with the given raw events
+    (bytes, written and flushed one by one), then closing the connection."""
+    def handler(req):
+        h = req.handler
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        for ev in events:
+            h.wfile.write(ev)
+            h.wfile.flush()
+        h.close_connection = True
+    return handler
+
+
 def drop_connection(req: Request) -> None:
     """A handler that closes the connection without answering."""
     req.handler.close_connection = True

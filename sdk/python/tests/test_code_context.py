@@ -2,7 +2,7 @@
 routes and bodies, the conveniences (.text, .png, .chart), errors, close."""
 import pytest
 from conftest import SID
-from fakeapi import Reply, error
+from fakeapi import Reply, error, sse
 
 from pandastack import CodeContext, Execution, ExecutionError, NotFoundError, Result
 
@@ -157,23 +157,9 @@ def test_context_info_keeps_the_api_fields(api, sandbox):
         "ctx_abc", "/tmp", "jupyter", "3.11.2", False, "2026-11-30T03:50:04.695Z")
 
 
-def _sse(events):
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        for ev in events:
-            h.wfile.write(ev)
-            h.wfile.flush()
-        h.close_connection = True
-    return handler
-
-
 def test_run_code_streams_to_callbacks(api, sandbox):
     ctx = CodeContext(sandbox._t, SID, "ctx_abc")
-    api.route("POST", CTX + "/run_code_stream", _sse([
+    api.route("POST", CTX + "/run_code_stream", sse([
         b'event: stdout\ndata: {"text": "0\\n"}\n\n',
         b': keepalive\n\n',
         b'event: result\ndata: {"is_main_result": false, "png": "' + PNG.encode() + b'"}\n\n',
@@ -198,21 +184,21 @@ def test_run_code_streams_to_callbacks(api, sandbox):
 
 def test_run_code_stream_errors(api, sandbox):
     ctx = CodeContext(sandbox._t, SID, "ctx_abc")
-    api.route("POST", CTX + "/run_code_stream", _sse([
+    api.route("POST", CTX + "/run_code_stream", sse([
         b'event: stdout\ndata: {"text": "x"}\n\n',
         b'event: done\ndata: {"error": {"name": "ZeroDivisionError", "value": "division by zero",'
         b' "traceback": "..."}, "execution_count": 5, "exit_code": 1, "duration_ms": 3}\n\n']))
     ex = ctx.run_code("1/0", on_stdout=lambda s: None)
     assert ex.error.name == "ZeroDivisionError" and ex.exit_code == 1
-    api.route("POST", CTX + "/run_code_stream", _sse([
+    api.route("POST", CTX + "/run_code_stream", sse([
         b'event: error\ndata: {"error": {"code": "context_not_found", "message": "gone"}}\n\n']))
     with pytest.raises(NotFoundError):
         ctx.run_code("1", on_result=lambda r: None)
-    api.route("POST", CTX + "/run_code_stream", _sse([b'event: stdout\ndata: {"text": "x"}\n\n']))
+    api.route("POST", CTX + "/run_code_stream", sse([b'event: stdout\ndata: {"text": "x"}\n\n']))
     from pandastack import ConnectionError as PSConnectionError
     with pytest.raises(PSConnectionError):
         ctx.run_code("1", on_stdout=lambda s: None)
-    api.route("POST", CTX + "/run_code_stream", _sse([
+    api.route("POST", CTX + "/run_code_stream", sse([
         b'event: stdout\ndata: {"text": "x"}\n\n',
         b'event: done\ndata: {"error": null, "exit_code": 0, "duration_ms": 1}\n\n']))
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from conftest import KEY, SID
-from fakeapi import Reply, error, sandbox_json
+from fakeapi import Reply, error, sandbox_json, sse
 
 import pandastack
 from pandastack import CommandFailed, ConnectionError, ExecResult, PandaStackError, Sandbox
@@ -129,20 +129,6 @@ def test_exec_result_with_odd_types_does_not_crash(api, sandbox):
 def test_exec_rejects_a_non_string_command(sandbox):
     with pytest.raises(TypeError):
         sandbox.exec(["ls", "-l"])  # type: ignore[arg-type]
-
-
-def sse(events):
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        for ev in events:
-            h.wfile.write(ev)
-            h.wfile.flush()
-        h.close_connection = True
-    return handler
 
 
 def test_exec_stream_callbacks_and_result(api, sandbox):
