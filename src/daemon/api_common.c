@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
 #include "daemon/api.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
-#include "daemon/utf8.h"
 
 void api_iso_time(int64_t ms, char out[32])
 {
@@ -36,7 +36,7 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused");
 	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "id", row->id,
 			 "template", row->template_name, "status", row->status, "reason",
-			 row->reason[0] ? json_string_lossy(row->reason, strlen(row->reason))
+			 row->reason[0] ? utf8_json_lossy(row->reason, strlen(row->reason))
 					: json_null(),
 			 "created_at", created, "expires_at", expires, "ended_at",
 			 running ? json_null() : json_string(ended), "vcpus",
@@ -164,7 +164,7 @@ json_t *api_fs_entry_json(json_t *entry)
 		json_t *v = json_object_get(entry, strs[i]);
 		const char *s = json_string_value(v);
 		json_object_set_new(o, strs[i],
-				    s ? json_string_lossy(s, json_string_length(v)) : json_null());
+				    s ? utf8_json_lossy(s, json_string_length(v)) : json_null());
 	}
 	const char *type = json_string_value(json_object_get(entry, "type"));
 	const char *t = "other";

@@ -21,7 +21,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
-#include "daemon/utf8.h"
+#include "common/utf8.h"
 
 /* Interval between checks of the client while the command runs, ms. */
 #define POLL_MS 250
@@ -70,8 +70,8 @@ static json_t *result_json(json_t *end, struct capbuf *out, struct capbuf *err, 
 	json_t *o = api_exit_json(end, ms);
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "stdout", json_string_lossy(out->p ? out->p : "", out->len));
-	json_object_set_new(o, "stderr", json_string_lossy(err->p ? err->p : "", err->len));
+	json_object_set_new(o, "stdout", utf8_json_lossy(out->p ? out->p : "", out->len));
+	json_object_set_new(o, "stderr", utf8_json_lossy(err->p ? err->p : "", err->len));
 	if (out->dropped)
 		json_object_set_new(o, "stdout_truncated", json_true());
 	if (err->dropped)

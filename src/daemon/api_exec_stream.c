@@ -33,7 +33,7 @@
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
 #include "daemon/sse.h"
-#include "daemon/utf8.h"
+#include "common/utf8.h"
 
 #define POLL_MS 250
 #define KEEPALIVE_MS 15000
@@ -75,7 +75,7 @@ static int add_output(struct sse *s, int ch, const uint8_t *d, size_t n, int fin
 	int e = 0;
 	if (total - keep > 0)
 		e = sse_event(&s->out, ch == 1 ? "stdout" : "stderr",
-			      json_pack("{s:o}", "data", json_string_lossy(buf, total - keep)));
+			      json_pack("{s:o}", "data", utf8_json_lossy(buf, total - keep)));
 	free(buf);
 	return e;
 }

@@ -11,19 +11,19 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "daemon/api.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
-#include "daemon/utf8.h"
 
 static json_t *key_json(const struct key_row *k)
 {
 	char created[32];
 	api_iso_time(k->created_at_ms, created);
 	return json_pack("{s:s, s:o, s:s, s:b, s:s}", "id", k->id, "name",
-			 json_string_lossy(k->name, strlen(k->name)), "team", k->team, "admin",
+			 utf8_json_lossy(k->name, strlen(k->name)), "team", k->team, "admin",
 			 k->admin, "created_at", created);
 }
 

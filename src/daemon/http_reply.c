@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "daemon/metrics.h"
-#include "daemon/utf8.h"
 
 int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
@@ -83,7 +83,7 @@ int http_reply_error(struct http_req *r, unsigned status, const char *code, cons
 		return -ENOMEM;
 	}
 	json_object_set_new(err, "code", json_string(code));
-	json_object_set_new(err, "message", json_string_lossy(msg, strlen(msg)));
+	json_object_set_new(err, "message", utf8_json_lossy(msg, strlen(msg)));
 	json_object_set_new(body, "error", err);
 	return http_reply_json(r, status, body);
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/utf8.h"
+#include "common/utf8.h"
 
 static int fail(struct body_error *err, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/utf8.h"
+#include "common/utf8.h"
 
 static int add(struct sse_buf *b, const char *d, size_t n)
 {
@@ -50,7 +50,7 @@ int sse_event(struct sse_buf *b, const char *name, json_t *data)
 int sse_error(struct sse_buf *b, const char *code, const char *msg)
 {
 	json_t *err = json_pack("{s:s, s:o}", "code", code, "message",
-				json_string_lossy(msg, strlen(msg)));
+				utf8_json_lossy(msg, strlen(msg)));
 	return sse_event(b, "error", err ? json_pack("{s:o}", "error", err) : NULL);
 }
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
-#include "daemon/utf8.h"
 
 #define NAME_CAP 65
 
@@ -256,7 +256,7 @@ json_t *templates_status_json(struct templates *ts, const char *name)
 		json_object_set_new(o, "memory_mib", json_null());
 		json_object_set_new(o, "pool_ready", json_integer(0));
 		json_object_set_new(o, "error", r == -ENOENT ? json_null()
-							      : json_string_lossy(err, strlen(err)));
+							      : utf8_json_lossy(err, strlen(err)));
 	}
 	pthread_mutex_lock(&ts->lock);
 	json_object_set_new(o, "build", build_json(find_build(ts, name)));

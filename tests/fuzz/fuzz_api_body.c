@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "daemon/request_body.h"
-#include "daemon/utf8.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
 				       .max_exec_timeout_seconds = 86400};

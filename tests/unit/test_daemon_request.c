@@ -1,7 +1,7 @@
 /*
  * test_daemon_request.c - the daemon's pure request handling: body
- * validation (request_body.c), UTF-8 sanitising (utf8.c), route matching
- * (route_match.c) and --listen parsing (config.c).
+ * validation (request_body.c), route matching (route_match.c) and --listen
+ * parsing (config.c).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
+#include "common/utf8.h"
 #include "daemon/api.h"
 #include "daemon/config.h"
 #include "daemon/request_body.h"
 #include "daemon/route.h"
-#include "daemon/utf8.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
 				       .max_exec_timeout_seconds = 3600};
@@ -269,43 +269,6 @@ static void paths_and_queries(void **state)
 	assert_string_equal(e.code, "invalid_query");
 }
 
-static void utf8_handling(void **state)
-{
-	(void)state;
-	assert_true(utf8_valid(S("plain ascii\n")));
-	assert_true(utf8_valid(S("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xbc")));
-	assert_false(utf8_valid(S("\xc0\xaf")));          /* overlong '/' */
-	assert_false(utf8_valid(S("\xed\xa0\x80")));      /* surrogate */
-	assert_false(utf8_valid(S("\xf4\x90\x80\x80")));  /* > U+10FFFF */
-	assert_false(utf8_valid(S("\xe2\x82")));          /* cut */
-
-	char *out;
-	size_t n;
-	assert_int_equal(utf8_sanitize(S("a\xff" "b"), &out, &n), 0);
-	assert_string_equal(out, "a\xef\xbf\xbd" "b");
-	assert_int_equal(n, 5);
-	free(out);
-	/* A cut 3-byte sequence is one maximal subpart: one U+FFFD. */
-	assert_int_equal(utf8_sanitize(S("x\xe2\x82"), &out, &n), 0);
-	assert_string_equal(out, "x\xef\xbf\xbd");
-	free(out);
-	assert_int_equal(utf8_sanitize(S("\xe2\x82z"), &out, &n), 0);
-	assert_string_equal(out, "\xef\xbf\xbdz");
-	free(out);
-
-	assert_int_equal(utf8_incomplete_tail(S("abc")), 0);
-	assert_int_equal(utf8_incomplete_tail(S("ab\xe2\x82")), 2);
-	assert_int_equal(utf8_incomplete_tail(S("ab\xf0\x9f\x90")), 3);
-	assert_int_equal(utf8_incomplete_tail(S("ab\xf0\x9f\x90\xbc")), 0);
-	assert_int_equal(utf8_incomplete_tail(S("ab\xff")), 0);       /* invalid, not cut */
-	assert_int_equal(utf8_incomplete_tail(S("\xc3")), 1);
-
-	json_t *j = json_string_lossy(S("ok\x80"));
-	assert_non_null(j);
-	assert_string_equal(json_string_value(j), "ok\xef\xbf\xbd");
-	json_decref(j);
-}
-
 static void context_bodies(void **state)
 {
 	(void)state;
@@ -538,7 +501,7 @@ int main(void)
 		cmocka_unit_test(create_ok),         cmocka_unit_test(create_rejects),
 		cmocka_unit_test(create_size_caps),  cmocka_unit_test(exec_ok),
 		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
-		cmocka_unit_test(paths_and_queries), cmocka_unit_test(utf8_handling),
+		cmocka_unit_test(paths_and_queries),
 		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
 		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
 		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),

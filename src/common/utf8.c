@@ -1,19 +1,15 @@
 /*
  * utf8.c - UTF-8 validation and U+FFFD substitution (see utf8.h).
  */
-#include "daemon/utf8.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Length of the valid sequence starting at s[0] (1..4), or the negated
- * length of the maximal invalid subpart to replace (-1..-3), or 0 when the
- * bytes available (n) end while the sequence is still valid so far.
- */
-static int seq_len(const uint8_t *s, size_t n)
+int utf8_seq_len(const void *buf, size_t n)
 {
+	const uint8_t *s = buf;
 	uint8_t c = s[0];
 	if (c < 0x80)
 		return 1;
@@ -52,7 +48,7 @@ int utf8_valid(const void *s, size_t len)
 	const uint8_t *p = s;
 	size_t i = 0;
 	while (i < len) {
-		int l = seq_len(p + i, len - i);
+		int l = utf8_seq_len(p + i, len - i);
 		if (l <= 0)
 			return 0;
 		i += (size_t)l;
@@ -67,7 +63,7 @@ size_t utf8_incomplete_tail(const void *buf, size_t len)
 	for (size_t i = len; i > stop; i--) {
 		if ((p[i - 1] & 0xc0) == 0x80)
 			continue; /* continuation byte: look further back for its lead */
-		return seq_len(p + i - 1, len - (i - 1)) == 0 ? len - (i - 1) : 0;
+		return utf8_seq_len(p + i - 1, len - (i - 1)) == 0 ? len - (i - 1) : 0;
 	}
 	return 0;
 }
@@ -82,7 +78,7 @@ int utf8_sanitize(const void *in, size_t len, char **out, size_t *outlen)
 		return -ENOMEM;
 	size_t i = 0, w = 0;
 	while (i < len) {
-		int l = seq_len(p + i, len - i);
+		int l = utf8_seq_len(p + i, len - i);
 		if (l > 0) {
 			memcpy(o + w, p + i, (size_t)l);
 			w += (size_t)l;
@@ -102,7 +98,18 @@ int utf8_sanitize(const void *in, size_t len, char **out, size_t *outlen)
 	return 0;
 }
 
-json_t *json_string_lossy(const void *buf, size_t len)
+size_t utf8_cut(const void *s, size_t len, size_t max)
+{
+	const uint8_t *p = s;
+	if (max >= len)
+		return len;
+	size_t n = max;
+	while (n > 0 && (p[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+json_t *utf8_json_lossy(const void *buf, size_t len)
 {
 	if (utf8_valid(buf, len))
 		return json_stringn_nocheck(buf, len);
