@@ -20,11 +20,13 @@
 
 static json_t *key_json(const struct key_row *k)
 {
-	char created[32];
+	char created[32], used[32];
 	api_iso_time(k->created_at_ms, created);
-	return json_pack("{s:s, s:o, s:s, s:b, s:s}", "id", k->id, "name",
+	api_iso_time(k->last_used_at_ms, used);
+	return json_pack("{s:s, s:o, s:s, s:b, s:s, s:o}", "id", k->id, "name",
 			 utf8_json_lossy(k->name, strlen(k->name)), "team", k->team, "admin",
-			 k->admin, "created_at", created);
+			 k->admin, "created_at", created, "last_used_at",
+			 k->last_used_at_ms ? json_string(used) : json_null());
 }
 
 void api_keys_create(struct http_req *r)

@@ -80,6 +80,9 @@ int auth_check(struct store *s, const char *authorization, struct auth_ident *wh
 		return -EACCES;
 	if (r < 0)
 		return r;
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	if (now - row.last_used_at_ms >= AUTH_TOUCH_MS && store_key_touch(s, row.id, now) < 0)
+		log_kv(LOG_WARN, "auth.touch_failed", "id=%s", row.id);
 	snprintf(who->key_id, sizeof(who->key_id), "%s", row.id);
 	snprintf(who->team, sizeof(who->team), "%s", row.team);
 	who->admin = row.admin;

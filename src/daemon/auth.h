@@ -21,6 +21,9 @@
 #define AUTH_KEY_LEN (4 + 48)     /* bytes, without the NUL */
 #define AUTH_HASH_HEX_LEN 64      /* SHA-256 in hex, without the NUL */
 #define AUTH_ADMIN_TEAM "admin"   /* team of the first admin key */
+/* A key's last_used_at is written at most once per this many ms, so that a
+ * busy key does not turn every request into a database write. */
+#define AUTH_TOUCH_MS 60000
 
 /* Who a request is: filled by auth_check. */
 struct auth_ident {
@@ -46,7 +49,9 @@ int auth_make_key(char secret[AUTH_KEY_LEN + 1], char hash[AUTH_HASH_HEX_LEN + 1
  * auth_check - check an Authorization header value (may be NULL): it must
  * be "Bearer " + a well-formed key whose hash is stored.  Returns 0 with
  * *who filled, -EACCES (missing, malformed or unknown key: 401), or -EIO
- * (the store failed: 500).
+ * (the store failed: 500).  A key accepted more than AUTH_TOUCH_MS after
+ * its recorded last use gets last_used_at set to now (a failure to record
+ * it is logged, not returned).
  */
 int auth_check(struct store *s, const char *authorization, struct auth_ident *who);
 

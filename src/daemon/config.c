@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/template.h"
 
@@ -54,6 +56,8 @@ static const struct opt opts[] = {
 	{"--context-idle-timeout", "PANDASTACK_CONTEXT_IDLE_TIMEOUT", OPT_U64,
 	 F(context_idle_timeout_s), 1, 7u * 86400u,
 	 "seconds a code context may stay idle before the guest reaps it (1800)"},
+	{"--web-dir", "PANDASTACK_WEB_DIR", OPT_PATH, F(web_dir), 0, 0,
+	 "the dashboard's built files, served at / (web/ beside this program)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--help", NULL, OPT_FLAG, F(help), 0, 0, "this text"},
@@ -141,6 +145,24 @@ bad:
 	return -EINVAL;
 }
 
+/* "web" beside the running program (build/web for build/pandastackd), or ""
+ * when /proc/self/exe cannot be read. */
+static void default_web_dir(char *out, size_t outlen)
+{
+	char exe[PATH_MAX];
+	out[0] = '\0';
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	if (snprintf(out, outlen, "%s/web", exe) >= (int)outlen)
+		out[0] = '\0';
+}
+
 int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t errlen)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -159,6 +181,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->max_upload = 4ull << 30;
 	cfg->retention_s = 3600;
 	cfg->context_idle_timeout_s = 1800;
+	default_web_dir(cfg->web_dir, sizeof(cfg->web_dir));
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;

@@ -16,6 +16,8 @@
  *   --max-upload BYTES           PANDASTACK_MAX_UPLOAD            4294967296
  *   --retention S                PANDASTACK_RETENTION             3600 (ended rows kept)
  *   --context-idle-timeout S     PANDASTACK_CONTEXT_IDLE_TIMEOUT  1800 (idle contexts reaped)
+ *   --web-dir DIR                PANDASTACK_WEB_DIR               web/ beside the binary
+ *                                                                 (the dashboard, `make web`)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *
  * Port 0 asks the kernel for a free port; the chosen one is logged
@@ -46,6 +48,7 @@ struct daemon_cfg {
 	uint64_t max_upload;           /* bytes per PUT .../fs */
 	int64_t retention_s;           /* stopped/error rows kept this long */
 	int64_t context_idle_timeout_s; /* idle code contexts reaped after this */
+	char web_dir[PATH_MAX];        /* the dashboard's files; "" when unknown */
 	enum accel_kind accel;
 	int print_routes;
 	int help;

@@ -19,7 +19,15 @@ int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response
 		r->abort = 1;
 		return -ENOMEM;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	/* Answers that set none of their own are not cached, not sniffed, and
+	 * render nothing active if a browser opens them. */
+	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
+		MHD_add_response_header(resp, "Content-Security-Policy",
+					"default-src 'none'; frame-ancestors 'none'; sandbox");
+	if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
+		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ok != MHD_YES) {

@@ -36,7 +36,10 @@ int http_reply_text(struct http_req *r, unsigned status, const char *ctype, cons
 		    size_t len);
 
 /* http_reply_response - answer status with resp (ownership taken; NULL is
- * treated as out of memory). */
+ * treated as out of memory).  Every answer gets Cache-Control: no-store,
+ * X-Content-Type-Options: nosniff and Content-Security-Policy:
+ * default-src 'none'; frame-ancestors 'none'; sandbox, unless resp already
+ * sets that header (the dashboard's files do, web_static.h). */
 int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp);
 
 #endif

@@ -170,7 +170,10 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 			http_reply_error(r, 404, "not_found", "no such route");
 		return;
 	}
-	int a = auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->who);
+	int a = r->route->auth == ROUTE_AUTH_NONE
+			? 0
+			: auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
+				     &r->who);
 	if (a == -EACCES) {
 		http_reply_error(r, 401, "unauthorized",
 				 "a valid API key is required: Authorization: Bearer pds_...");

@@ -24,6 +24,7 @@ struct http_req;
 enum route_auth {
 	ROUTE_AUTH_KEY = 0,   /* any valid API key */
 	ROUTE_AUTH_ADMIN = 1, /* an admin key; others get 403 */
+	ROUTE_AUTH_NONE = 2,  /* no key: the dashboard's static files only */
 };
 
 enum route_body {

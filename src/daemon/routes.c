@@ -6,12 +6,18 @@
 
 #include "daemon/api.h"
 #include "daemon/route.h"
+#include "daemon/web_static.h"
 
 #define KEY ROUTE_AUTH_KEY
 #define ADMIN ROUTE_AUTH_ADMIN
+#define NONE ROUTE_AUTH_NONE
 #define BUF ROUTE_BODY_BUFFERED
 
 static const struct route table[] = {
+	/* the dashboard (web_static.h): files only, it sends a key with each call */
+	{"GET", "/", NONE, BUF, API_BODY_SMALL, web_static_index, NULL, NULL},
+	{"GET", "/ui/{file}", NONE, BUF, API_BODY_SMALL, web_static_file, NULL, NULL},
+
 	{"GET", "/healthz", KEY, BUF, API_BODY_SMALL, api_healthz, NULL, NULL},
 	{"GET", "/metrics", ADMIN, BUF, API_BODY_SMALL, api_metrics, NULL, NULL},
 

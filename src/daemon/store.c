@@ -62,6 +62,8 @@ static const char *const migrations[] = {
 	"  WHEN NEW.status IN ('stopped', 'error') BEGIN"
 	"  DELETE FROM contexts WHERE sandbox_id = NEW.id;"
 	"END;",
+	/* 3: when a key last authenticated a request (0: never) */
+	"ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

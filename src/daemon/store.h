@@ -45,6 +45,8 @@ struct key_row {
 	char team[STORE_NAME_MAX];
 	int admin;
 	int64_t created_at_ms; /* wall clock */
+	int64_t last_used_at_ms; /* wall clock of the last authenticated request
+				  * (to within AUTH_TOUCH_MS); 0: never */
 };
 
 /* store_key_insert - add a key; hash_hex is SHA-256 of the secret (64 hex).
@@ -65,6 +67,10 @@ int store_key_list(struct store *s, const char *team, struct key_row **rows, siz
 
 /* store_key_delete - remove key id; -ENOENT. */
 int store_key_delete(struct store *s, const char *id);
+
+/* store_key_touch - set key id's last_used_at to now_ms (wall clock);
+ * -ENOENT. */
+int store_key_touch(struct store *s, const char *id, int64_t now_ms);
 
 /* store_key_count_admin - number of admin keys into *n. */
 int store_key_count_admin(struct store *s, int *n);

@@ -9,7 +9,7 @@
 #include "daemon/store.h"
 #include "daemon/store_int.h"
 
-#define KEY_COLS "id, name, team, admin, created_at"
+#define KEY_COLS "id, name, team, admin, created_at, last_used_at"
 
 static int read_key(sqlite3_stmt *st, struct key_row *k)
 {
@@ -20,6 +20,7 @@ static int read_key(sqlite3_stmt *st, struct key_row *k)
 		return -EIO;
 	k->admin = sqlite3_column_int(st, 3) != 0;
 	k->created_at_ms = sqlite3_column_int64(st, 4);
+	k->last_used_at_ms = sqlite3_column_int64(st, 5);
 	return 0;
 }
 
@@ -142,6 +143,26 @@ int store_key_delete(struct store *s, const char *id)
 			r = sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 		else
 			r = store__fail(s, rc, "key_delete");
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int store_key_touch(struct store *s, const char *id, int64_t now_ms)
+{
+	pthread_mutex_lock(&s->lock);
+	int r = -EIO;
+	sqlite3_stmt *st =
+		store__prepare(s, "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1", "key_touch");
+	if (st) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, now_ms);
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			r = sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+		else
+			r = store__fail(s, rc, "key_touch");
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -1,12 +1,14 @@
 """The daemon's HTTP API without VMs: auth on every route, keys and teams,
 request validation, error shapes, routes against docs/openapi.yaml,
 health, metrics, start-up rules."""
+import datetime
 import http.client
 import json
 import os
 import re
 import stat
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -19,6 +21,17 @@ FAKE_SBX = "sbx_0123456789abcdef0123"
 def served_routes():
     out = subprocess.check_output([str(DAEMON), "--print-routes"], text=True)
     return sorted(tuple(line.split(" ", 1)) for line in out.splitlines() if line)
+
+
+def public_routes():
+    """Routes docs/openapi.yaml marks as needing no key (security: [])."""
+    spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
+    return sorted((m.upper(), p) for p, ops in spec["paths"].items() for m, op in ops.items()
+                  if isinstance(op, dict) and op.get("security") == [])
+
+
+def keyed_routes():
+    return [r for r in served_routes() if r not in public_routes()]
 
 
 def concrete(pattern):
@@ -40,7 +53,11 @@ def test_api_md_mentions_every_route():
         assert f"`{method} {pattern}" in doc, (method, pattern)
 
 
-@pytest.mark.parametrize("route", served_routes(), ids=lambda r: f"{r[0]} {r[1]}")
+def test_only_the_dashboard_files_need_no_key():
+    assert public_routes() == [("GET", "/"), ("GET", "/ui/{file}")]
+
+
+@pytest.mark.parametrize("route", keyed_routes(), ids=lambda r: f"{r[0]} {r[1]}")
 def test_every_route_needs_a_key(api_daemon, route):
     method, pattern = route
     path = concrete(pattern) + ("?path=/x" if pattern.endswith("/fs") or "/fs/" in pattern else "")
@@ -176,6 +193,39 @@ def test_keys_and_teams(api_daemon):
     assert d.request("DELETE", f"/v1/keys/{second['id']}", key=alpha).status == 204
     assert d.request("GET", "/v1/keys", key=second["key"]).status == 401
     assert d.request("DELETE", f"/v1/keys/{second['id']}", key=alpha).status == 404
+
+
+def test_key_last_used_at(api_daemon):
+    d = api_daemon
+    made = d.request("POST", "/v1/keys", {"name": "used", "team": "gamma"}).json()
+    assert made["last_used_at"] is None
+
+    def listed():
+        return {k["id"]: k for k in d.request("GET", "/v1/keys").json()["keys"]}[made["id"]]
+
+    assert listed()["last_used_at"] is None
+    before = time.time()
+    assert d.request("GET", "/healthz", key=made["key"]).status == 200
+    used = listed()["last_used_at"]
+    assert used is not None
+    t = datetime.datetime.strptime(used, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    assert before - 2 <= t <= time.time() + 2, (used, before)
+    # written at most once a minute: a second use right after keeps the time
+    assert d.request("GET", "/healthz", key=made["key"]).status == 200
+    assert listed()["last_used_at"] == used
+    # a failed call with another key does not touch this one
+    assert d.request("GET", "/healthz", key="pds_" + "0" * 48).status == 401
+    assert listed()["last_used_at"] == used
+
+
+def test_api_answers_carry_safe_headers(api_daemon):
+    for key in ("admin", None):
+        r = api_daemon.request("GET", "/healthz", key=key)
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+        assert r.headers["Cache-Control"] == "no-store"
+        assert r.headers["Content-Security-Policy"] == \
+            "default-src 'none'; frame-ancestors 'none'; sandbox"
 
 
 @pytest.mark.parametrize("body,code", [
