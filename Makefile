@@ -1,6 +1,6 @@
 # PandaStack build.  `make` builds the agent, the daemon and the CLI into build/.
 # Targets: all, images, templates, smoke, unit, check-asan, fuzz, test,
-# test-engine, bench-create, clean.
+# test-engine, bench-create, web, test-web, clean.
 # Each component's sources are every .c in its folder; main.c is the entry
 # point and is left out of the component's library so tests can link the rest.
 
@@ -170,6 +170,25 @@ test-sdk-ts:
 	cd sdk/typescript && { [ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test
 
 test-sdk: test-sdk-python test-sdk-ts
+
+# --- the web dashboard (web/, docs/dashboard.md): TypeScript bundled by
+# esbuild into $(BUILD)/web, which pandastackd serves at / (--web-dir; its
+# default is web/ beside the binary).  test-web drives Debian's chromium
+# against a live daemon on real guests (needs the code-interpreter template).
+WEB_OUT := $(BUILD)/web
+WEB_NPM := web/node_modules/.package-lock.json
+
+$(WEB_NPM): web/package.json web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
+.PHONY: web test-web
+web: $(WEB_NPM)
+	cd web && node_modules/.bin/tsc -p tsconfig.json && node build.mjs --outdir $(abspath $(WEB_OUT))
+
+test-web: web $(BUILD)/pandastackd
+	cd web && PANDASTACK_CACHE=$(CACHE) PANDASTACKD=$(abspath $(BUILD)/pandastackd) \
+	    PANDASTACK_WEB_DIR=$(abspath $(WEB_OUT)) \
+	    PANDASTACK_SCREENSHOTS=$(abspath $(BUILD))/web-screenshots node --test tests/
 
 # --- the Python SDK (sdk/python): unit tests against a local fake server, and
 # the conformance examples against a daemon it starts (docs/sdk-python.md) ----

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, everything PandaStack needs to build, make
-# guest images, run and test.  Safe to run again.  Needs root.
+# guest images, run and test (chromium: the dashboard's browser test).  Safe to
+# run again.  Needs root.
 set -euo pipefail
 packages=(
   build-essential pkg-config clang
@@ -12,6 +13,7 @@ packages=(
   python3 python3-pytest python3-yaml
   python3-ipykernel python3-matplotlib python3-matplotlib-inline python3-pandas python3-numpy python3-plotly
   curl ca-certificates
+  chromium
 )
 missing=()
 # Node.js 18+ for the TypeScript SDK: Debian's unless one is already installed.

@@ -4,7 +4,8 @@
 # /var/cache/pandastack, so the second run takes seconds), start pandastackd,
 # create a sandbox from the code-interpreter template, run Python in it and
 # print the result.  The daemon keeps running afterwards.  Needs root (QEMU,
-# image building).  PANDASTACK_LISTEN (default 127.0.0.1:8080) and
+# image building).  The daemon also serves the web dashboard (make web) at
+# its address.  PANDASTACK_LISTEN (default 127.0.0.1:8080) and
 # PANDASTACK_DATA_DIR (default /var/lib/pandastack) change where it listens
 # and keeps its data.
 set -euo pipefail
@@ -14,6 +15,7 @@ listen=${PANDASTACK_LISTEN:-127.0.0.1:8080}
 
 bash scripts/install-deps.sh
 make -j"$(nproc)"
+make web
 make images
 make templates
 
@@ -40,7 +42,8 @@ echo "quickstart: python -c 'print(2 ** 10)' in the sandbox prints:"
 build/pandastack sandbox exec "$id" -- "python -c 'print(2 ** 10)'"
 build/pandastack sandbox delete "$id"
 cat <<MSG
-quickstart: done.  pandastackd is running on $PANDASTACK_API_URL.  To use it:
+quickstart: done.  pandastackd is running on $PANDASTACK_API_URL.
+The dashboard is at $PANDASTACK_API_URL/ (sign in with the admin key).  From a shell:
   export PANDASTACK_API_URL=$PANDASTACK_API_URL
   export PANDASTACK_API_KEY=\$(sudo cat $data/admin.key)
   build/pandastack sandbox create --template code-interpreter --ttl 600
