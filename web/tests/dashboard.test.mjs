@@ -2,7 +2,8 @@
 // driven by playwright-core, against a live pandastackd on real guests.
 // The steps run in order and share one browser tab:
 //   sign in with the admin key; create the key ci-key, see it listed, revoke
-//   it, and see a call with it answer 401; create a code-interpreter sandbox
+//   it, and see a call with it answer 401; make a key for another team;
+//   create a code-interpreter sandbox
 //   from the page; a matplotlib chart renders as an <img> wider than 100 px;
 //   a DataFrame renders as a table with its values (in the sandboxed frame);
 //   1/0 shows the ZeroDivisionError traceback; HTML and Markdown carrying
@@ -150,7 +151,7 @@ test('sign in with the admin key', { timeout: STEP_MS }, async () => {
   await shot('02-sandboxes');
 });
 
-test('keys: create ci-key, see it listed, revoke it, then it answers 401', { timeout: STEP_MS }, async () => {
+test('keys: create ci-key, see it listed, revoke it, then it answers 401; a key for another team', { timeout: STEP_MS }, async () => {
   await page.click('nav a:text("Keys")');
   await page.fill('#key-name', 'ci-key');
   await page.click('button:text("Create key")');
@@ -168,7 +169,14 @@ test('keys: create ci-key, see it listed, revoke it, then it answers 401', { tim
   const r = await daemon.api('GET', '/v1/sandboxes', { key: secret });
   assert.equal(r.status, 401);
   assert.equal(r.body.error.code, 'unauthorized');
-  await shot('04-keys-revoked');
+  // an admin names another team
+  await page.fill('#key-name', 'other-team-key');
+  await page.fill('#key-team', 'ci-team');
+  await page.click('button:text("Create key")');
+  const other = page.locator('tr[data-key-name="other-team-key"]');
+  await other.waitFor({ timeout: 30_000 });
+  assert.match(await other.textContent(), /ci-team/);
+  await shot('04-keys-after-revoke');
 });
 
 test('create a code-interpreter sandbox from the page', { timeout: STEP_MS }, async () => {
