@@ -78,6 +78,8 @@ function storage() {
 
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
+  // the folder shows one run: the previous run's pictures go
+  for (const f of readdirSync(SHOTS)) if (f.endsWith('.png')) rmSync(path.join(SHOTS, f));
   daemon = await startDaemon();
   const t = await daemon.api('GET', '/v1/templates');
   const ci = t.body.templates?.find((x) => x.name === 'code-interpreter');
