@@ -200,14 +200,37 @@ conformance-python: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) PYTHON=$(PYTHON) scripts/run-conformance-python.sh --start-daemon
 
 # --- unit tests (cmocka, no guest) -------------------------------------------
+# Each unit test and fuzz target links only the libraries of the module it
+# tests (and libcommon), never all of them: a test cannot then resolve a symbol
+# from a library it does not test.  Which libraries, by the test's name:
+#   test_cli_*  fuzz_cli*                            libcli
+#   test_daemon_*  test_web_*  fuzz_api_*            libdaemon libengine
+#   test_agent_* (the host's agent client against the agent binary),
+#   test_qmp*  test_qemu_*  test_spawn*  fuzz_qmp*  fuzz_engine_*       libengine
+#   test_jupyter_*  test_kernel*  fuzz_agent_*  fuzz_jupyter_*          libagent
+#   any other name (test_proto, fuzz_proto, ...)     libcommon only
+# A new test is named after the module it tests and so links its libraries; a
+# test of a new module adds its name pattern here.
+TESTS_OF_CLI    := test_cli_% fuzz_cli%
+TESTS_OF_DAEMON := test_daemon_% test_web_% fuzz_api_%
+TESTS_OF_ENGINE := test_agent_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% fuzz_engine_% \
+                   $(TESTS_OF_DAEMON)
+TESTS_OF_AGENT  := test_jupyter_% test_kernel% fuzz_agent_% fuzz_jupyter_%
+# test_libs NAME,DIR: the archives in DIR that test NAME links, in link order.
+test_libs = $(strip $(if $(filter $(TESTS_OF_CLI),$1),$2/libcli.a) \
+                    $(if $(filter $(TESTS_OF_DAEMON),$1),$2/libdaemon.a) \
+                    $(if $(filter $(TESTS_OF_ENGINE),$1),$2/libengine.a) \
+                    $(if $(filter $(TESTS_OF_AGENT),$1),$2/libagent.a) $2/libcommon.a)
+TEST_EXTERNAL_LIBS := -lzmq $(HOST_LIBS)
+
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-UNIT_LIBS := -Wl,--start-group $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_CLI) \
-             $(LIB_COMMON) -Wl,--end-group -lcmocka -lzmq $(HOST_LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_CLI) $(LIB_COMMON)
+$(foreach t,$(UNIT_BINS),$(eval $t: $(call test_libs,$(notdir $t),$(BUILD))))
+$(BUILD)/tests/%: tests/unit/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -o $@ $< $(filter %.a,$^) -lcmocka \
+	    $(TEST_EXTERNAL_LIBS)
 
 .PHONY: unit
 unit: $(UNIT_BINS)
@@ -231,16 +254,14 @@ FUZZ_SECONDS ?= 30
 .PHONY: fuzz-build fuzz
 fuzz-build:
 	$(MAKE) BUILD=build/fuzz CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" \
-	    CFLAGS="-O1 -g" build/fuzz/libcommon.a build/fuzz/libdaemon.a build/fuzz/libengine.a build/fuzz/libagent.a \
-	    build/fuzz/libcli.a
-	$(MAKE) BUILD=build/fuzz CC=clang fuzz-bins
+	    CFLAGS="-O1 -g" fuzz-bins
 
 .PHONY: fuzz-bins
 fuzz-bins: $(FUZZ_BINS)
+$(foreach f,$(FUZZ_BINS),$(eval $f: $(call test_libs,$(notdir $f),build/fuzz)))
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
-	    -Wl,--start-group build/fuzz/libdaemon.a build/fuzz/libengine.a build/fuzz/libagent.a \
-	    build/fuzz/libcli.a build/fuzz/libcommon.a -Wl,--end-group -lzmq $(HOST_LIBS)
+	    $(filter %.a,$^) $(TEST_EXTERNAL_LIBS)
 
 fuzz: fuzz-build
 	@set -e; for f in $(FUZZ_BINS); do \
@@ -253,4 +274,4 @@ fuzz: fuzz-build
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
