@@ -142,9 +142,8 @@ void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const 
 int api_agent_error(struct http_req *r, json_t *result);
 
 /* api_agent_error_map - the mapping of api_agent_error without answering:
- * returns 1 with *status, *code (static) and msg filled, or 0. */
-int api_agent_error_map(json_t *result, unsigned *status, const char **code, char *msg,
-			size_t msglen);
+ * returns 1 with *err (a row of the error table) and msg filled, or 0. */
+int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen);
 
 /*
  * api_exit_json - the exit object of an exec from the agent's END object

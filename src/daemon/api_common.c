@@ -47,7 +47,7 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 
 void api_reply_body_error(struct http_req *r, const struct body_error *e)
 {
-	http_reply_error(r, 400, e->code ? e->code : "invalid_request", "%s", e->message);
+	http_reply_error(r, e->code, "%s", e->message);
 }
 
 struct sbx *api_acquire(struct http_req *r)
@@ -58,65 +58,66 @@ struct sbx *api_acquire(struct http_req *r)
 	if (e == 0)
 		return sb;
 	if (e == -ENOENT)
-		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
 	else if (e == -ESRCH)
-		http_reply_error(r, 409, "sandbox_not_running", "sandbox %.64s is %s", r->params[0],
-				 strcmp(status, "running") ? status : "stopping");
+		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is %s",
+				 r->params[0], strcmp(status, "running") ? status : "stopping");
 	else
-		http_reply_error(r, 500, "internal", "the registry failed");
+		http_reply_error(r, API_ERR_INTERNAL, "the registry failed");
 	return NULL;
 }
 
 void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const char *what)
 {
 	if (err == -ESRCH || (sb && sbx_ending(sb))) {
-		http_reply_error(r, 409, "sandbox_not_running",
+		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING,
 				 "sandbox %s stopped during %s", sb ? sbx_id(sb) : "?", what);
 		return;
 	}
 	switch (err) {
 	case -ETIMEDOUT:
-		http_reply_error(r, 504, "agent_timeout", "the guest agent did not finish %s in time",
+		http_reply_error(r, API_ERR_AGENT_TIMEOUT,
+				 "the guest agent did not finish %s in time",
 				 what);
 		return;
 	case -ECONNRESET:
 	case -EPIPE:
-		http_reply_error(r, 502, "agent_unavailable", "lost the guest agent during %s", what);
+		http_reply_error(r, API_ERR_AGENT_UNAVAILABLE, "lost the guest agent during %s",
+				 what);
 		return;
 	case -EMFILE:
-		http_reply_error(r, 503, "agent_busy", "too many operations at once in this sandbox");
+		http_reply_error(r, API_ERR_AGENT_BUSY,
+				 "too many operations at once in this sandbox");
 		return;
 	default:
-		http_reply_error(r, 500, "agent_error", "%s failed: %s", what, strerror(-err));
+		http_reply_error(r, API_ERR_AGENT_ERROR, "%s failed: %s", what, strerror(-err));
 	}
 }
 
 struct errno_map {
 	const char *guest;
-	unsigned status;
-	const char *code;
+	enum api_err err;
 };
 
 static const struct errno_map errno_map[] = {
-	{"ENOENT", 404, "file_not_found"},
-	{"EISDIR", 409, "is_a_directory"},
-	{"ENOTDIR", 409, "not_a_directory"},
-	{"EACCES", 403, "permission_denied"},
-	{"EPERM", 403, "permission_denied"},
-	{"EROFS", 403, "permission_denied"},
-	{"EEXIST", 409, "already_exists"},
-	{"ENOTEMPTY", 409, "directory_not_empty"},
-	{"EINVAL", 400, "invalid_path"},
-	{"ENAMETOOLONG", 400, "invalid_path"},
-	{"ELOOP", 400, "invalid_path"},
-	{"ENOSPC", 507, "no_space"},
-	{"EDQUOT", 507, "no_space"},
-	{"E2BIG", 413, "body_too_large"},
-	{"EFBIG", 413, "body_too_large"},
+	{"ENOENT", API_ERR_FILE_NOT_FOUND},
+	{"EISDIR", API_ERR_IS_A_DIRECTORY},
+	{"ENOTDIR", API_ERR_NOT_A_DIRECTORY},
+	{"EACCES", API_ERR_PERMISSION_DENIED},
+	{"EPERM", API_ERR_PERMISSION_DENIED},
+	{"EROFS", API_ERR_PERMISSION_DENIED},
+	{"EEXIST", API_ERR_ALREADY_EXISTS},
+	{"ENOTEMPTY", API_ERR_DIRECTORY_NOT_EMPTY},
+	{"EINVAL", API_ERR_INVALID_PATH},
+	{"ENAMETOOLONG", API_ERR_INVALID_PATH},
+	{"ELOOP", API_ERR_INVALID_PATH},
+	{"ENOSPC", API_ERR_NO_SPACE},
+	{"EDQUOT", API_ERR_NO_SPACE},
+	{"E2BIG", API_ERR_BODY_TOO_LARGE},
+	{"EFBIG", API_ERR_BODY_TOO_LARGE},
 };
 
-int api_agent_error_map(json_t *result, unsigned *status, const char **code, char *msg,
-			size_t msglen)
+int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen)
 {
 	json_t *e = json_object_get(result, "error");
 	if (!e && json_is_string(json_object_get(result, "code")))
@@ -128,12 +129,10 @@ int api_agent_error_map(json_t *result, unsigned *status, const char **code, cha
 	if (!gc)
 		gc = "EIO";
 	snprintf(msg, msglen, "%.16s: %.300s", gc, gm ? gm : "");
-	*status = 500;
-	*code = "agent_error";
+	*err = API_ERR_AGENT_ERROR;
 	for (size_t i = 0; i < sizeof(errno_map) / sizeof(errno_map[0]); i++) {
 		if (strcmp(gc, errno_map[i].guest) == 0) {
-			*status = errno_map[i].status;
-			*code = errno_map[i].code;
+			*err = errno_map[i].err;
 			break;
 		}
 	}
@@ -142,12 +141,11 @@ int api_agent_error_map(json_t *result, unsigned *status, const char **code, cha
 
 int api_agent_error(struct http_req *r, json_t *result)
 {
-	unsigned status;
-	const char *code;
+	enum api_err err;
 	char msg[400];
-	if (!api_agent_error_map(result, &status, &code, msg, sizeof(msg)))
+	if (!api_agent_error_map(result, &err, msg, sizeof(msg)))
 		return 0;
-	http_reply_error(r, status, code, "%s", msg);
+	http_reply_error(r, err, "%s", msg);
 	return 1;
 }
 

@@ -154,7 +154,7 @@ static int run_open(struct http_req *r, struct run *u)
 		return -1;
 	}
 	if (!api_context_id_valid(r->params[1])) {
-		http_reply_error(r, 404, "context_not_found", "no context '%.64s'", r->params[1]);
+		http_reply_error(r, API_ERR_CONTEXT_NOT_FOUND, "no context '%.64s'", r->params[1]);
 		code_body_clear(&b);
 		return -1;
 	}
@@ -183,7 +183,7 @@ static int run_open(struct http_req *r, struct run *u)
 	}
 	if (e == 1) {
 		if (!api_context_reply_missing(r, m.json) && !api_agent_error(r, m.json))
-			http_reply_error(r, 500, "agent_error",
+			http_reply_error(r, API_ERR_AGENT_ERROR,
 					 "the agent answered a run with nothing");
 		agent_msg_clear(&m);
 		goto out;
@@ -323,25 +323,24 @@ static int sse_pump(struct run_sse *s)
 	}
 	if (rr <= 0) {
 		if (sbx_ending(s->u.sb))
-			sse_error(&s->out, "sandbox_not_running",
+			sse_error(&s->out, API_ERR_SANDBOX_NOT_RUNNING,
 				  "the sandbox stopped during the run");
 		else
-			sse_error(&s->out, "agent_unavailable",
+			sse_error(&s->out, API_ERR_AGENT_UNAVAILABLE,
 				  "lost the guest agent during the run");
 		s->done = 1;
 		return 0;
 	}
 	const char *type = json_string_value(json_object_get(m.json, "type"));
 	if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
-		unsigned status;
-		const char *code;
+		enum api_err err;
 		char msg[400];
 		if (agent_failed(m.json) && api_context_missing(m.json))
-			sse_error(&s->out, "context_not_found",
+			sse_error(&s->out, API_ERR_CONTEXT_NOT_FOUND,
 				  "the context went away during the run");
 		else if (agent_failed(m.json) &&
-			 api_agent_error_map(m.json, &status, &code, msg, sizeof(msg)))
-			sse_error(&s->out, code, msg);
+			 api_agent_error_map(m.json, &err, msg, sizeof(msg)))
+			sse_error(&s->out, err, msg);
 		else
 			sse_event(&s->out, "done", done_json(m.json, util_now_ms() - s->u.t0));
 		s->done = 1;
@@ -403,7 +402,7 @@ void api_context_run_stream(struct http_req *r)
 {
 	struct run_sse *s = calloc(1, sizeof(*s));
 	if (!s) {
-		http_reply_error(r, 500, "internal", "out of memory");
+		http_reply_error(r, API_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	if (run_open(r, &s->u) < 0) {

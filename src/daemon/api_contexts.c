@@ -57,7 +57,7 @@ int api_context_reply_missing(struct http_req *r, json_t *end)
 	if (!api_context_missing(end))
 		return 0;
 	const char *msg = json_string_value(json_object_get(agent_error_of(end), "message"));
-	http_reply_error(r, 404, "context_not_found", "context %.64s: %.200s", r->params[1],
+	http_reply_error(r, API_ERR_CONTEXT_NOT_FOUND, "context %.64s: %.200s", r->params[1],
 			 msg ? msg : "gone");
 	return 1;
 }
@@ -132,9 +132,9 @@ void api_contexts_create(struct http_req *r)
 	if (e && e != -EPROTO) {
 		api_reply_agent_failure(r, sb, e, "context create");
 	} else if (gcode && !strcmp(gcode, "EMFILE")) {
-		http_reply_error(r, 429, "too_many_contexts", "%.300s", gmsg ? gmsg : "");
+		http_reply_error(r, API_ERR_TOO_MANY_CONTEXTS, "%.300s", gmsg ? gmsg : "");
 	} else if (gcode && !strcmp(gcode, "EIO")) {
-		http_reply_error(r, 500, "context_start_failed", "%.400s",
+		http_reply_error(r, API_ERR_CONTEXT_START_FAILED, "%.400s",
 				 gmsg ? gmsg : "the kernel could not start");
 	} else if (!api_agent_error(r, res)) {
 		json_t *cwd = json_object_get(res, "cwd");
@@ -152,7 +152,7 @@ void api_contexts_create(struct http_req *r)
 			       json_string_value(json_object_get(o, "kernel")));
 			http_reply_json(r, 201, o);
 		} else {
-			http_reply_error(r, 500, "internal", "out of memory");
+			http_reply_error(r, API_ERR_INTERNAL, "out of memory");
 		}
 	}
 	json_decref(res);
@@ -184,7 +184,7 @@ void api_contexts_list(struct http_req *r)
 	if (api_agent_error(r, res))
 		goto out;
 	if (store_context_list(r->d->store, sbx_id(sb), &rows, &n) < 0) {
-		http_reply_error(r, 500, "internal", "the registry failed");
+		http_reply_error(r, API_ERR_INTERNAL, "the registry failed");
 		goto out;
 	}
 	json_t *live = json_object_get(res, "contexts");
@@ -229,7 +229,7 @@ static void context_op(struct http_req *r, const char *op, const char *what)
 		return;
 	}
 	if (!api_context_id_valid(r->params[1])) {
-		http_reply_error(r, 404, "context_not_found", "no context '%.64s'", r->params[1]);
+		http_reply_error(r, API_ERR_CONTEXT_NOT_FOUND, "no context '%.64s'", r->params[1]);
 		return;
 	}
 	struct sbx *sb = api_acquire(r);

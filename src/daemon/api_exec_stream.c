@@ -86,11 +86,10 @@ static void finish(struct sse *s, json_t *end)
 {
 	add_output(s, 1, NULL, 0, 1);
 	add_output(s, 2, NULL, 0, 1);
-	unsigned status;
-	const char *code;
+	enum api_err err;
 	char msg[400];
-	if (api_agent_error_map(end, &status, &code, msg, sizeof(msg))) {
-		sse_error(&s->out, code, msg);
+	if (api_agent_error_map(end, &err, msg, sizeof(msg))) {
+		sse_error(&s->out, err, msg);
 	} else {
 		int64_t ms = util_now_ms() - s->t0;
 		metrics_exec(ms);
@@ -117,7 +116,7 @@ static int pump(struct sse *s)
 		if (http_conn_gone(s->conn))
 			return -EPIPE;
 		if (s->timeout_ms && now - s->t0 > s->timeout_ms + END_GRACE_MS) {
-			sse_error(&s->out, "agent_timeout",
+			sse_error(&s->out, API_ERR_AGENT_TIMEOUT,
 				  "the guest agent did not end the command in time");
 			s->done = 1;
 		} else if (now - s->last_send_ms >= KEEPALIVE_MS) {
@@ -127,9 +126,11 @@ static int pump(struct sse *s)
 	}
 	if (rr <= 0) {
 		if (sbx_ending(s->sb))
-			sse_error(&s->out, "sandbox_not_running", "the sandbox stopped during exec");
+			sse_error(&s->out, API_ERR_SANDBOX_NOT_RUNNING,
+				  "the sandbox stopped during exec");
 		else
-			sse_error(&s->out, "agent_unavailable", "lost the guest agent during exec");
+			sse_error(&s->out, API_ERR_AGENT_UNAVAILABLE,
+				  "lost the guest agent during exec");
 		s->done = 1;
 		return 0;
 	}

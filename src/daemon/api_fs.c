@@ -13,10 +13,10 @@
 
 const char *api_fs_query_path(struct http_req *r, const char *const *allowed)
 {
-	const char *code;
+	enum api_err err;
 	char msg[160];
-	if (http_query_check(r, allowed, &code, msg, sizeof(msg)) < 0) {
-		http_reply_error(r, 400, code, "%s", msg);
+	if (http_query_check(r, allowed, &err, msg, sizeof(msg)) < 0) {
+		http_reply_error(r, err, "%s", msg);
 		return NULL;
 	}
 	const char *p = http_query(r, "path");
@@ -65,7 +65,7 @@ void api_fs_stat(struct http_req *r)
 		if (o)
 			http_reply_json(r, 200, o);
 		else
-			http_reply_error(r, 502, "agent_error", "the guest sent a malformed stat");
+			http_reply_error(r, API_ERR_AGENT_ERROR, "the guest sent a malformed stat");
 		json_decref(res);
 	}
 	sbx_release(sb);
@@ -107,7 +107,7 @@ void api_fs_remove(struct http_req *r)
 	if (!path)
 		return;
 	if (strcmp(path, "/") == 0) {
-		http_reply_error(r, 400, "invalid_path", "the root directory cannot be removed");
+		http_reply_error(r, API_ERR_INVALID_PATH, "the root directory cannot be removed");
 		return;
 	}
 	int recursive;
@@ -154,7 +154,7 @@ void api_fs_mkdir(struct http_req *r)
 		if (o)
 			http_reply_json(r, 201, o);
 		else if (res)
-			http_reply_error(r, 502, "agent_error", "the guest sent a malformed stat");
+			http_reply_error(r, API_ERR_AGENT_ERROR, "the guest sent a malformed stat");
 		json_decref(res);
 	}
 	mkdir_body_clear(&b);

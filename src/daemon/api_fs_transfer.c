@@ -73,7 +73,7 @@ void api_fs_upload_begin(struct http_req *r)
 	if (!sb)
 		return;
 	if (target_is_dir(sb, path)) {
-		http_reply_error(r, 409, "is_a_directory", "%.200s is a directory", path);
+		http_reply_error(r, API_ERR_IS_A_DIRECTORY, "%.200s is a directory", path);
 		sbx_release(sb);
 		return;
 	}
@@ -108,7 +108,7 @@ void api_fs_upload_end(struct http_req *r)
 {
 	struct upload *u = r->state;
 	if (!u) {
-		http_reply_error(r, 500, "internal", "upload state lost");
+		http_reply_error(r, API_ERR_INTERNAL, "upload state lost");
 		return;
 	}
 	int e = u->failed;

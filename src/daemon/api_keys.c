@@ -38,7 +38,8 @@ void api_keys_create(struct http_req *r)
 		return;
 	}
 	if (b.team && strcmp(b.team, r->who.team) != 0 && !r->who.admin) {
-		http_reply_error(r, 403, "forbidden", "only an admin key may create keys for another team");
+		http_reply_error(r, API_ERR_FORBIDDEN,
+				 "only an admin key may create keys for another team");
 		key_body_clear(&b);
 		return;
 	}
@@ -52,7 +53,7 @@ void api_keys_create(struct http_req *r)
 	if (!e)
 		e = store_key_insert(r->d->store, &k, hash);
 	if (e) {
-		http_reply_error(r, 500, "internal", "could not create the key");
+		http_reply_error(r, API_ERR_INTERNAL, "could not create the key");
 		return;
 	}
 	log_kv(LOG_INFO, "key.create", "id=%s team=%s by=%s", k.id, k.team, r->who.key_id);
@@ -67,7 +68,7 @@ void api_keys_list(struct http_req *r)
 	struct key_row *rows;
 	size_t n;
 	if (store_key_list(r->d->store, r->who.admin ? NULL : r->who.team, &rows, &n) < 0) {
-		http_reply_error(r, 500, "internal", "could not list keys");
+		http_reply_error(r, API_ERR_INTERNAL, "could not list keys");
 		return;
 	}
 	json_t *arr = json_array();
@@ -82,20 +83,21 @@ void api_keys_delete(struct http_req *r)
 	struct key_row k;
 	int e = store_key_get(r->d->store, r->params[0], &k);
 	if (e == -ENOENT || (e == 0 && !r->who.admin && strcmp(k.team, r->who.team) != 0)) {
-		http_reply_error(r, 404, "key_not_found", "no key '%.64s'", r->params[0]);
+		http_reply_error(r, API_ERR_KEY_NOT_FOUND, "no key '%.64s'", r->params[0]);
 		return;
 	}
 	if (e < 0) {
-		http_reply_error(r, 500, "internal", "could not read the key");
+		http_reply_error(r, API_ERR_INTERNAL, "could not read the key");
 		return;
 	}
 	if (k.admin) {
-		http_reply_error(r, 409, "admin_key", "admin keys cannot be deleted through the API");
+		http_reply_error(r, API_ERR_ADMIN_KEY,
+				 "admin keys cannot be deleted through the API");
 		return;
 	}
 	e = store_key_delete(r->d->store, k.id);
 	if (e < 0 && e != -ENOENT) {
-		http_reply_error(r, 500, "internal", "could not delete the key");
+		http_reply_error(r, API_ERR_INTERNAL, "could not delete the key");
 		return;
 	}
 	log_kv(LOG_INFO, "key.delete", "id=%s team=%s by=%s", k.id, k.team, r->who.key_id);

@@ -44,7 +44,7 @@ void api_run_code(struct http_req *r)
 	if (b.env)
 		api_exec_run(r, sb, &b, timeout_ms);
 	else
-		http_reply_error(r, 500, "internal", "out of memory");
+		http_reply_error(r, API_ERR_INTERNAL, "out of memory");
 	json_decref(b.env);
 	code_body_clear(&cb);
 	sbx_release(sb);

@@ -27,7 +27,7 @@ void api_sandboxes_create(struct http_req *r)
 	int e = sbx_create(r->d->sandboxes, r->who.team, &b, &row, &err);
 	create_sandbox_body_clear(&b);
 	if (e < 0) {
-		http_reply_error(r, err.status, err.code, "%s", err.message);
+		http_reply_error(r, err.err, "%s", err.message);
 		return;
 	}
 	json_t *o = api_sandbox_json(&row);
@@ -78,21 +78,22 @@ static int matches(const struct sandbox_row *row, const struct list_filter *f)
 void api_sandboxes_list(struct http_req *r)
 {
 	static const char *const allowed[] = {"status", "metadata.", NULL};
-	const char *code;
+	enum api_err err;
 	char msg[160];
-	if (http_query_check(r, allowed, &code, msg, sizeof(msg)) < 0) {
-		http_reply_error(r, 400, "invalid_query", "%s (use status= or metadata.KEY=)", msg);
+	if (http_query_check(r, allowed, &err, msg, sizeof(msg)) < 0) {
+		http_reply_error(r, API_ERR_INVALID_QUERY, "%s (use status= or metadata.KEY=)",
+				 msg);
 		return;
 	}
 	struct list_filter f = {0};
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_filter, &f);
 	if (f.nmeta == MAX_META_FILTERS && f.bad && !strncmp(f.bad, "metadata.", 9)) {
-		http_reply_error(r, 400, "invalid_query", "at most %d metadata filters",
+		http_reply_error(r, API_ERR_INVALID_QUERY, "at most %d metadata filters",
 				 MAX_META_FILTERS);
 		return;
 	}
 	if (f.bad) {
-		http_reply_error(r, 400, "invalid_query",
+		http_reply_error(r, API_ERR_INVALID_QUERY,
 				 "unknown query parameter '%.64s' (use status= or metadata.KEY=)",
 				 f.bad);
 		return;
@@ -102,14 +103,14 @@ void api_sandboxes_list(struct http_req *r)
 	for (size_t i = 0; f.status && i < 4; i++)
 		known |= !strcmp(f.status, states[i]);
 	if (!known) {
-		http_reply_error(r, 400, "invalid_query",
+		http_reply_error(r, API_ERR_INVALID_QUERY,
 				 "status must be running, paused, stopped or error");
 		return;
 	}
 	struct sandbox_row *rows;
 	size_t n;
 	if (store_sandbox_list(r->d->store, r->who.team, f.status, &rows, &n) < 0) {
-		http_reply_error(r, 500, "internal", "could not list sandboxes");
+		http_reply_error(r, API_ERR_INTERNAL, "could not list sandboxes");
 		return;
 	}
 	json_t *arr = json_array();
@@ -130,11 +131,11 @@ void api_sandboxes_get(struct http_req *r)
 		e = -ENOENT;
 	}
 	if (e == -ENOENT) {
-		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
 		return;
 	}
 	if (e < 0) {
-		http_reply_error(r, 500, "internal", "could not read the sandbox");
+		http_reply_error(r, API_ERR_INTERNAL, "could not read the sandbox");
 		return;
 	}
 	json_t *o = api_sandbox_json(&row);
@@ -146,11 +147,11 @@ void api_sandboxes_delete(struct http_req *r)
 {
 	int e = sbx_delete(r->d->sandboxes, r->who.team, r->params[0]);
 	if (e == -ENOENT) {
-		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
 		return;
 	}
 	if (e < 0) {
-		http_reply_error(r, 500, "internal", "could not delete the sandbox");
+		http_reply_error(r, API_ERR_INTERNAL, "could not delete the sandbox");
 		return;
 	}
 	http_reply_empty(r, 204);
@@ -167,16 +168,16 @@ void api_sandboxes_ttl(struct http_req *r)
 	struct sandbox_row row;
 	int e = sbx_set_ttl(r->d->sandboxes, r->who.team, r->params[0], b.ttl_seconds, &row);
 	if (e == -ENOENT) {
-		http_reply_error(r, 404, "sandbox_not_found", "no sandbox '%.64s'", r->params[0]);
+		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
 		return;
 	}
 	if (e == -ESRCH) {
-		http_reply_error(r, 409, "sandbox_not_running", "sandbox %.64s is not running",
+		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is not running",
 				 r->params[0]);
 		return;
 	}
 	if (e < 0) {
-		http_reply_error(r, 500, "internal", "could not update the sandbox");
+		http_reply_error(r, API_ERR_INTERNAL, "could not update the sandbox");
 		return;
 	}
 	json_t *o = api_sandbox_json(&row);

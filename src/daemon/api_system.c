@@ -60,14 +60,14 @@ void api_metrics(struct http_req *r)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	if (!f) {
-		http_reply_error(r, 500, "internal", "out of memory");
+		http_reply_error(r, API_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	write_gauges(r->d, f);
 	int e = metrics_write(f);
 	if (fclose(f) != 0 || e < 0 || !buf) {
 		free(buf);
-		http_reply_error(r, 500, "internal", "could not render the metrics");
+		http_reply_error(r, API_ERR_INTERNAL, "could not render the metrics");
 		return;
 	}
 	http_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", buf, len);

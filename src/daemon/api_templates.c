@@ -25,21 +25,22 @@ void api_templates_build(struct http_req *r)
 	}
 	const char *name = r->params[0];
 	if (body_check_name(name) < 0) {
-		http_reply_error(r, 404, "template_not_found", "no template recipe '%.64s'", name);
+		http_reply_error(r, API_ERR_TEMPLATE_NOT_FOUND, "no template recipe '%.64s'", name);
 		return;
 	}
 	int e = templates_build_start(r->d->templates, name, b.force);
 	if (e == -ENOENT) {
-		http_reply_error(r, 404, "template_not_found",
+		http_reply_error(r, API_ERR_TEMPLATE_NOT_FOUND,
 				 "no image recipe for '%s' (run `make images` first)", name);
 		return;
 	}
 	if (e == -EBUSY) {
-		http_reply_error(r, 409, "build_in_progress", "a build of '%s' is running", name);
+		http_reply_error(r, API_ERR_BUILD_IN_PROGRESS, "a build of '%s' is running", name);
 		return;
 	}
 	if (e < 0) {
-		http_reply_error(r, 500, "internal", "could not start the build: %s", strerror(-e));
+		http_reply_error(r, API_ERR_INTERNAL, "could not start the build: %s",
+				 strerror(-e));
 		return;
 	}
 	json_t *o = templates_status_json(r->d->templates, name);

@@ -60,6 +60,8 @@ static const struct opt opts[] = {
 	 "the dashboard's built files, served at / (web/ beside this program)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
+	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
+	 "print the API's error table (status, code) and exit"},
 	{"--help", NULL, OPT_FLAG, F(help), 0, 0, "this text"},
 };
 

@@ -19,6 +19,7 @@
  *   --web-dir DIR                PANDASTACK_WEB_DIR               web/ beside the binary
  *                                                                 (the dashboard, `make web`)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
+ *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
  * Port 0 asks the kernel for a free port; the chosen one is logged
  * (event=http.listening port=N).  Threads: main thread, at start.
@@ -51,6 +52,7 @@ struct daemon_cfg {
 	char web_dir[PATH_MAX];        /* the dashboard's files; "" when unknown */
 	enum accel_kind accel;
 	int print_routes;
+	int print_errors;
 	int help;
 };
 

@@ -69,9 +69,10 @@ int http_reply_json(struct http_req *r, unsigned status, json_t *body)
 	return http_reply_response(r, status, resp);
 }
 
-int http_reply_error(struct http_req *r, unsigned status, const char *code, const char *fmt,
-		     ...)
+int http_reply_error(struct http_req *r, enum api_err e, const char *fmt, ...)
 {
+	unsigned status = api_errors_status(e);
+	const char *code = api_errors_code(e);
 	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);

@@ -14,19 +14,20 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "daemon/api_errors.h"
 #include "daemon/http_server.h"
 
 /* http_reply_json - answer status with body serialised (body is stolen). */
 int http_reply_json(struct http_req *r, unsigned status, json_t *body);
 
 /*
- * http_reply_error - answer status with {"error": {"code", "message"}}.
- * code is one of the codes in docs/api.md; the message is formatted from
- * fmt and made valid UTF-8 (it may quote guest text).  5xx answers are
- * logged at warn with their message.
+ * http_reply_error - answer err's status with {"error": {"code", "message"}}
+ * (err names a row of the error table, api_errors.h); the message is
+ * formatted from fmt and made valid UTF-8 (it may quote guest text).  5xx
+ * answers are logged at warn with their message.
  */
-int http_reply_error(struct http_req *r, unsigned status, const char *code, const char *fmt,
-		     ...) __attribute__((format(printf, 4, 5)));
+int http_reply_error(struct http_req *r, enum api_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* http_reply_empty - answer status (204 and the like) with no body. */
 int http_reply_empty(struct http_req *r, unsigned status);

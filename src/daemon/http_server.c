@@ -49,7 +49,8 @@ struct query_walk {
 	const char *const *allowed;
 	const char *names[QUERY_PARAMS_MAX];
 	size_t n;
-	const char *code;
+	int failed;
+	enum api_err err; /* when failed */
 	char *msg;
 	size_t msglen;
 };
@@ -71,29 +72,34 @@ static enum MHD_Result query_visit(void *cls, enum MHD_ValueKind kind, const cha
 	struct query_walk *w = cls;
 	(void)kind;
 	if (!key || strlen(key) != key_size) {
-		w->code = "invalid_query";
+		w->failed = 1;
+		w->err = API_ERR_INVALID_QUERY;
 		snprintf(w->msg, w->msglen, "a query parameter name holds a NUL byte");
 		return MHD_NO;
 	}
 	if (value && strlen(value) != value_size) {
-		w->code = strcmp(key, "path") == 0 ? "invalid_path" : "invalid_query";
+		w->failed = 1;
+		w->err = strcmp(key, "path") == 0 ? API_ERR_INVALID_PATH : API_ERR_INVALID_QUERY;
 		snprintf(w->msg, w->msglen, "query parameter '%.64s' holds a NUL byte", key);
 		return MHD_NO;
 	}
 	if (!query_name_allowed(w->allowed, key)) {
-		w->code = "invalid_query";
+		w->failed = 1;
+		w->err = API_ERR_INVALID_QUERY;
 		snprintf(w->msg, w->msglen, "unknown query parameter '%.64s'", key);
 		return MHD_NO;
 	}
 	for (size_t i = 0; i < w->n; i++) {
 		if (strcmp(w->names[i], key) == 0) {
-			w->code = "invalid_query";
+			w->failed = 1;
+			w->err = API_ERR_INVALID_QUERY;
 			snprintf(w->msg, w->msglen, "query parameter '%.64s' given twice", key);
 			return MHD_NO;
 		}
 	}
 	if (w->n == QUERY_PARAMS_MAX) {
-		w->code = "invalid_query";
+		w->failed = 1;
+		w->err = API_ERR_INVALID_QUERY;
 		snprintf(w->msg, w->msglen, "more than %d query parameters", QUERY_PARAMS_MAX);
 		return MHD_NO;
 	}
@@ -101,13 +107,13 @@ static enum MHD_Result query_visit(void *cls, enum MHD_ValueKind kind, const cha
 	return MHD_YES;
 }
 
-int http_query_check(struct http_req *r, const char *const *allowed, const char **code,
+int http_query_check(struct http_req *r, const char *const *allowed, enum api_err *err,
 		     char *msg, size_t msglen)
 {
 	struct query_walk w = {.allowed = allowed, .msg = msg, .msglen = msglen};
 	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, query_visit, &w);
-	if (w.code) {
-		*code = w.code;
+	if (w.failed) {
+		*err = w.err;
 		return -EINVAL;
 	}
 	return 0;
@@ -164,10 +170,10 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 	r->route = route_find(srv->table, srv->ntable, r->method, url, r->params, &path_known);
 	if (!r->route) {
 		if (path_known)
-			http_reply_error(r, 405, "method_not_allowed",
+			http_reply_error(r, API_ERR_METHOD_NOT_ALLOWED,
 					 "%s is not allowed on this path", r->method);
 		else
-			http_reply_error(r, 404, "not_found", "no such route");
+			http_reply_error(r, API_ERR_NOT_FOUND, "no such route");
 		return;
 	}
 	int a = r->route->auth == ROUTE_AUTH_NONE
@@ -175,21 +181,21 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 			: auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
 				     &r->who);
 	if (a == -EACCES) {
-		http_reply_error(r, 401, "unauthorized",
+		http_reply_error(r, API_ERR_UNAUTHORIZED,
 				 "a valid API key is required: Authorization: Bearer pds_...");
 		return;
 	}
 	if (a < 0) {
-		http_reply_error(r, 500, "internal", "the key store failed");
+		http_reply_error(r, API_ERR_INTERNAL, "the key store failed");
 		return;
 	}
 	if (r->route->auth == ROUTE_AUTH_ADMIN && !r->who.admin) {
-		http_reply_error(r, 403, "forbidden", "this call needs an admin key");
+		http_reply_error(r, API_ERR_FORBIDDEN, "this call needs an admin key");
 		return;
 	}
 	int64_t cl = content_length(r);
 	if (cl >= 0 && (uint64_t)cl > body_cap(r)) {
-		http_reply_error(r, 413, "body_too_large", "the body is larger than %llu bytes",
+		http_reply_error(r, API_ERR_BODY_TOO_LARGE, "the body is larger than %llu bytes",
 				 (unsigned long long)body_cap(r));
 		return;
 	}
@@ -267,13 +273,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (!r->status && !r->abort) {
 		if (r->body_over)
-			http_reply_error(r, 413, "body_too_large", "the body is larger than %llu bytes",
+			http_reply_error(r, API_ERR_BODY_TOO_LARGE,
+					 "the body is larger than %llu bytes",
 					 (unsigned long long)body_cap(r));
 		else
 			r->route->handle(r);
 		if (!r->status && !r->abort) {
 			log_kv(LOG_ERROR, "http.no_reply", "route=%s", r->route->pattern);
-			http_reply_error(r, 500, "internal", "the handler gave no answer");
+			http_reply_error(r, API_ERR_INTERNAL, "the handler gave no answer");
 		}
 	}
 	return r->abort ? MHD_NO : MHD_YES;

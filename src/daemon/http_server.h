@@ -25,6 +25,7 @@
 
 #include <microhttpd.h>
 
+#include "daemon/api_errors.h"
 #include "daemon/auth.h"
 #include "daemon/route.h"
 
@@ -72,10 +73,10 @@ const char *http_query(struct http_req *r, const char *name);
  * prefix, e.g. "metadata."), appears once, and neither name nor value holds
  * a NUL byte (a "%00" would otherwise cut the value short and a path would
  * name another file).  Returns 0, or -EINVAL with a message for a
- * 400 invalid_query / invalid_path in msg (msglen bytes) and *code set to
- * "invalid_query" or "invalid_path" (static).  Request thread.
+ * 400 answer in msg (msglen bytes) and *err set to API_ERR_INVALID_QUERY or
+ * API_ERR_INVALID_PATH.  Request thread.
  */
-int http_query_check(struct http_req *r, const char *const *allowed, const char **code,
+int http_query_check(struct http_req *r, const char *const *allowed, enum api_err *err,
 		     char *msg, size_t msglen);
 
 /* http_header - request header name (case-insensitive; borrowed) or NULL. */

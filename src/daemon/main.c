@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/api_errors.h"
 #include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
@@ -87,6 +88,10 @@ int main(int argc, char **argv)
 	}
 	if (d.cfg.print_routes) {
 		routes_print(stdout);
+		return 0;
+	}
+	if (d.cfg.print_errors) {
+		api_errors_print(stdout);
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);

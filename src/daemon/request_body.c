@@ -16,10 +16,10 @@
 
 #include "common/utf8.h"
 
-static int fail(struct body_error *err, const char *code, const char *fmt, ...)
+static int fail(struct body_error *err, enum api_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int fail(struct body_error *err, const char *code, const char *fmt, ...)
+static int fail(struct body_error *err, enum api_err code, const char *fmt, ...)
 {
 	err->code = code;
 	va_list ap;
@@ -47,24 +47,24 @@ static json_t *load_object(const char *buf, size_t len, struct body_error *err)
 {
 	json_error_t je;
 	if (len == 0) {
-		fail(err, "invalid_json", "the request body must be a JSON object");
+		fail(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
 		return NULL;
 	}
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		/* jansson names its own flag for a \u0000: say what is wrong */
 		if (strstr(je.text, "JSON_ALLOW_NUL"))
-			fail(err, "invalid_json",
+			fail(err, API_ERR_INVALID_JSON,
 			     "invalid JSON at line %d column %d: strings must not contain \\u0000",
 			     je.line, je.column);
 		else
-			fail(err, "invalid_json", "invalid JSON at line %d column %d: %.120s",
+			fail(err, API_ERR_INVALID_JSON, "invalid JSON at line %d column %d: %.120s",
 			     je.line, je.column, je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		fail(err, "invalid_json", "the request body must be a JSON object");
+		fail(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
 		return NULL;
 	}
 	return root;
@@ -91,7 +91,7 @@ static int check_unknown(json_t *obj, const char *const *allowed, struct body_er
 {
 	const char *k = unknown_key(obj, allowed);
 	if (k)
-		return fail(err, "unknown_field", "unknown field '%.64s'", k);
+		return fail(err, API_ERR_UNKNOWN_FIELD, "unknown field '%.64s'", k);
 	return 0;
 }
 
@@ -130,14 +130,15 @@ static int get_string(json_t *obj, const char *field, size_t maxlen, int require
 		*outlen = 0;
 	if (!v) {
 		if (required)
-			return fail(err, "missing_field", "field '%s' is required", field);
+			return fail(err, API_ERR_MISSING_FIELD, "field '%s' is required", field);
 		return 0;
 	}
 	if (!json_is_string(v))
-		return fail(err, "invalid_field", "field '%s' must be a string", field);
+		return fail(err, API_ERR_INVALID_FIELD, "field '%s' must be a string", field);
 	size_t n = json_string_length(v);
 	if (n > maxlen)
-		return fail(err, "invalid_field", "field '%s' is longer than %zu bytes", field,
+		return fail(err, API_ERR_INVALID_FIELD, "field '%s' is longer than %zu bytes",
+			    field,
 			    maxlen);
 	*out = json_string_value(v);
 	if (outlen)
@@ -154,7 +155,7 @@ static int get_bool(json_t *obj, const char *field, int dflt, int *out,
 		return 0;
 	}
 	if (!json_is_boolean(v))
-		return fail(err, "invalid_field", "field '%s' must be true or false", field);
+		return fail(err, API_ERR_INVALID_FIELD, "field '%s' must be true or false", field);
 	*out = json_is_true(v);
 	return 0;
 }
@@ -163,10 +164,11 @@ static int check_ttl(json_t *v, const struct body_limits *lim, int64_t *out,
 		     struct body_error *err)
 {
 	if (!json_is_integer(v))
-		return fail(err, "invalid_field", "field 'ttl_seconds' must be an integer");
+		return fail(err, API_ERR_INVALID_FIELD, "field 'ttl_seconds' must be an integer");
 	json_int_t t = json_integer_value(v);
 	if (t < 1 || t > lim->max_ttl_seconds)
-		return fail(err, "invalid_field", "field 'ttl_seconds' must be between 1 and %lld",
+		return fail(err, API_ERR_INVALID_FIELD,
+			    "field 'ttl_seconds' must be between 1 and %lld",
 			    (long long)lim->max_ttl_seconds);
 	*out = t;
 	return 0;
@@ -195,25 +197,28 @@ static int get_env(json_t *obj, json_t **out, struct body_error *err)
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return fail(err, "invalid_field", "field 'env' must be an object of strings");
+		return fail(err, API_ERR_INVALID_FIELD, "field 'env' must be an object of strings");
 	if (json_object_size(v) > BODY_ENV_MAX_VARS)
-		return fail(err, "invalid_field", "field 'env' has more than %d variables",
+		return fail(err, API_ERR_INVALID_FIELD, "field 'env' has more than %d variables",
 			    BODY_ENV_MAX_VARS);
 	const char *k;
 	json_t *val;
 	size_t total = 0;
 	json_object_foreach(v, k, val) {
 		if (!env_name_ok(k))
-			return fail(err, "invalid_field",
+			return fail(err, API_ERR_INVALID_FIELD,
 				    "env name '%.64s' must match [A-Za-z_][A-Za-z0-9_]*", k);
 		if (!json_is_string(val))
-			return fail(err, "invalid_field", "env value of '%.64s' must be a string", k);
+			return fail(err, API_ERR_INVALID_FIELD,
+				    "env value of '%.64s' must be a string", k);
 		if (json_string_length(val) > BODY_ENV_VALUE_MAX)
-			return fail(err, "invalid_field", "env value of '%.64s' is longer than %d bytes",
+			return fail(err, API_ERR_INVALID_FIELD,
+				    "env value of '%.64s' is longer than %d bytes",
 				    k, BODY_ENV_VALUE_MAX);
 		total += strlen(k) + json_string_length(val);
 		if (total > BODY_ENV_MAX_BYTES)
-			return fail(err, "invalid_field", "field 'env' is larger than %d bytes",
+			return fail(err, API_ERR_INVALID_FIELD,
+				    "field 'env' is larger than %d bytes",
 				    BODY_ENV_MAX_BYTES);
 	}
 	*out = v;
@@ -242,23 +247,25 @@ static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return fail(err, "invalid_field", "field 'metadata' must be an object of strings");
+		return fail(err, API_ERR_INVALID_FIELD,
+			    "field 'metadata' must be an object of strings");
 	if (json_object_size(v) > BODY_META_MAX_KEYS)
-		return fail(err, "invalid_field", "field 'metadata' has more than %d keys",
+		return fail(err, API_ERR_INVALID_FIELD, "field 'metadata' has more than %d keys",
 			    BODY_META_MAX_KEYS);
 	const char *k;
 	json_t *val;
 	json_object_foreach(v, k, val) {
 		if (!meta_key_ok(k))
-			return fail(err, "invalid_field",
+			return fail(err, API_ERR_INVALID_FIELD,
 				    "metadata key '%.64s' must be 1-%d characters of [A-Za-z0-9_.-]", k,
 				    BODY_META_KEY_MAX);
 		if (!json_is_string(val))
-			return fail(err, "invalid_field", "metadata value of '%.64s' must be a string",
+			return fail(err, API_ERR_INVALID_FIELD,
+				    "metadata value of '%.64s' must be a string",
 				    k);
 		size_t n = json_string_length(val);
 		if (n > BODY_META_VALUE_MAX || !printable(json_string_value(val), n))
-			return fail(err, "invalid_field",
+			return fail(err, API_ERR_INVALID_FIELD,
 				    "metadata value of '%.64s' must be printable and at most %d bytes",
 				    k, BODY_META_VALUE_MAX);
 	}
@@ -284,10 +291,10 @@ static int get_timeout(json_t *root, const struct body_limits *lim, int *has, in
 	if (!t)
 		return 0;
 	if (!json_is_number(t))
-		return fail(err, "invalid_field", "field 'timeout_seconds' must be a number");
+		return fail(err, API_ERR_INVALID_FIELD, "field 'timeout_seconds' must be a number");
 	double s = json_number_value(t);
 	if (!isfinite(s) || s < 0 || s > (double)lim->max_exec_timeout_seconds)
-		return fail(err, "invalid_field",
+		return fail(err, API_ERR_INVALID_FIELD,
 			    "field 'timeout_seconds' must be between 0 (no limit) and %lld",
 			    (long long)lim->max_exec_timeout_seconds);
 	*has = 1;
@@ -309,7 +316,7 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 	    get_string(root, "template", BODY_NAME_MAX, 1, &tpl, NULL, err) < 0)
 		goto bad;
 	if (body_check_name(tpl) < 0) {
-		fail(err, "invalid_field",
+		fail(err, API_ERR_INVALID_FIELD,
 		     "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
 		goto bad;
 	}
@@ -323,7 +330,7 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 	out->root = root;
 	out->template_name = tpl;
 	if (!out->env || !out->metadata) {
-		fail(err, "invalid_json", "out of memory");
+		fail(err, API_ERR_INVALID_JSON, "out of memory");
 		create_sandbox_body_clear(out);
 		return -EINVAL;
 	}
@@ -353,7 +360,7 @@ int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 	int r = check_unknown(root, fields, err);
 	json_t *ttl = json_object_get(root, "ttl_seconds");
 	if (!r && !ttl)
-		r = fail(err, "missing_field", "field 'ttl_seconds' is required");
+		r = fail(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
 	if (!r)
 		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
 	json_decref(root);
@@ -375,7 +382,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	    get_string(root, "cmd", BODY_CMD_MAX, 1, &out->cmd, &cmdlen, err) < 0)
 		goto bad;
 	if (cmdlen == 0) {
-		fail(err, "invalid_field", "field 'cmd' must not be empty");
+		fail(err, API_ERR_INVALID_FIELD, "field 'cmd' must not be empty");
 		goto bad;
 	}
 	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)
@@ -385,7 +392,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
 		goto bad;
 	if (out->cwd && body_check_path(out->cwd, err) < 0) {
-		err->code = "invalid_field";
+		err->code = API_ERR_INVALID_FIELD;
 		snprintf(err->message, sizeof(err->message),
 			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
 		goto bad;
@@ -396,7 +403,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	out->env = ref_or_empty(env);
 	out->root = root;
 	if (!out->env) {
-		fail(err, "invalid_json", "out of memory");
+		fail(err, API_ERR_INVALID_JSON, "out of memory");
 		exec_body_clear(out);
 		return -EINVAL;
 	}
@@ -426,14 +433,15 @@ int body_parse_key(const char *buf, size_t len, struct key_body *out, struct bod
 	    get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err) < 0)
 		goto bad;
 	if (n == 0 || !printable(out->name, n)) {
-		fail(err, "invalid_field", "field 'name' must be 1-%d printable characters",
+		fail(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
 		     BODY_NAME_MAX);
 		goto bad;
 	}
 	if (get_string(root, "team", BODY_NAME_MAX, 0, &out->team, NULL, err) < 0)
 		goto bad;
 	if (out->team && body_check_name(out->team) < 0) {
-		fail(err, "invalid_field", "field 'team' must be 1-%d characters of [a-z0-9._-]",
+		fail(err, API_ERR_INVALID_FIELD,
+		     "field 'team' must be 1-%d characters of [a-z0-9._-]",
 		     BODY_NAME_MAX);
 		goto bad;
 	}
@@ -511,14 +519,15 @@ int body_parse_empty(const char *buf, size_t len, struct body_error *err)
 int body_check_path(const char *path, struct body_error *err)
 {
 	if (!path || !*path)
-		return fail(err, "invalid_path", "a path is required");
+		return fail(err, API_ERR_INVALID_PATH, "a path is required");
 	size_t n = strlen(path);
 	if (n > BODY_PATH_MAX)
-		return fail(err, "invalid_path", "the path is longer than %d bytes", BODY_PATH_MAX);
+		return fail(err, API_ERR_INVALID_PATH, "the path is longer than %d bytes",
+			    BODY_PATH_MAX);
 	if (path[0] != '/')
-		return fail(err, "invalid_path", "the path must be absolute");
+		return fail(err, API_ERR_INVALID_PATH, "the path must be absolute");
 	if (!utf8_valid(path, n) || !printable(path, n))
-		return fail(err, "invalid_path",
+		return fail(err, API_ERR_INVALID_PATH,
 			    "the path must be UTF-8 without control characters");
 	return 0;
 }
@@ -538,7 +547,8 @@ int body_parse_bool_query(const char *name, const char *value, int dflt, int *ou
 		*out = 0;
 		return 0;
 	}
-	return fail(err, "invalid_query", "query parameter '%.32s' must be true or false", name);
+	return fail(err, API_ERR_INVALID_QUERY, "query parameter '%.32s' must be true or false",
+		    name);
 }
 
 int body_parse_context(const char *buf, size_t len, struct context_body *out,
@@ -555,13 +565,13 @@ int body_parse_context(const char *buf, size_t len, struct context_body *out,
 	    get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0)
 		goto bad;
 	if (lang && strcmp(lang, "python") != 0) {
-		fail(err, "invalid_field", "field 'language' must be \"python\"");
+		fail(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
 		goto bad;
 	}
 	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
 		goto bad;
 	if (out->cwd && body_check_path(out->cwd, err) < 0) {
-		err->code = "invalid_field";
+		err->code = API_ERR_INVALID_FIELD;
 		snprintf(err->message, sizeof(err->message),
 			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
 		goto bad;
@@ -571,7 +581,7 @@ int body_parse_context(const char *buf, size_t len, struct context_body *out,
 	out->env = ref_or_empty(env);
 	out->root = root;
 	if (!out->env) {
-		fail(err, "invalid_json", "out of memory");
+		fail(err, API_ERR_INVALID_JSON, "out of memory");
 		context_body_clear(out);
 		return -EINVAL;
 	}
@@ -603,7 +613,8 @@ int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, 
 	    (one_shot && get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0))
 		goto bad;
 	if (lang && strcmp(lang, "python") != 0 && strcmp(lang, "shell") != 0) {
-		fail(err, "invalid_field", "field 'language' must be \"python\" or \"shell\"");
+		fail(err, API_ERR_INVALID_FIELD,
+		     "field 'language' must be \"python\" or \"shell\"");
 		goto bad;
 	}
 	out->shell = lang && !strcmp(lang, "shell");
@@ -611,7 +622,7 @@ int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, 
 	if (get_string(root, "code", max, 1, &out->code, &out->code_len, err) < 0)
 		goto bad;
 	if (out->shell && out->code_len == 0) {
-		fail(err, "invalid_field", "field 'code' must not be empty");
+		fail(err, API_ERR_INVALID_FIELD, "field 'code' must not be empty");
 		goto bad;
 	}
 	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)

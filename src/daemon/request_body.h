@@ -8,13 +8,13 @@
  * lives here: JSON syntax, object shape, unknown fields, types, ranges,
  * string sizes and character sets.
  *
- * Error codes (static strings, the API's error codes for 400 answers):
- *   invalid_json   not JSON, not an object, duplicate keys
- *   unknown_field  a field the route does not define
- *   missing_field  a required field is absent
- *   invalid_field  wrong type, out of range, bad characters, too long
- *   invalid_path   a file path that is not absolute, too long, not UTF-8
- *   invalid_query  a query parameter with a bad value
+ * Errors (rows of the error table, api_errors.h; all are 400 answers):
+ *   API_ERR_INVALID_JSON   not JSON, not an object, duplicate keys
+ *   API_ERR_UNKNOWN_FIELD  a field the route does not define
+ *   API_ERR_MISSING_FIELD  a required field is absent
+ *   API_ERR_INVALID_FIELD  wrong type, out of range, bad characters, too long
+ *   API_ERR_INVALID_PATH   a file path that is not absolute, too long, not UTF-8
+ *   API_ERR_INVALID_QUERY  a query parameter with a bad value
  *
  * Ownership: structs hold a reference to the parsed JSON root (root) so
  * their const char * fields stay valid; release with the matching _clear.
@@ -27,6 +27,8 @@
 #include <stdint.h>
 
 #include <jansson.h>
+
+#include "daemon/api_errors.h"
 
 /* Caps, bytes unless said otherwise (documented in docs/api.md). */
 #define BODY_NAME_MAX 64           /* key names, teams, template names */
@@ -43,7 +45,7 @@
 #define BODY_META_VALUE_MAX 512
 
 struct body_error {
-	const char *code;   /* static string, see above */
+	enum api_err code;  /* a row of the error table, see above */
 	char message[256];  /* human-readable, valid UTF-8 */
 };
 

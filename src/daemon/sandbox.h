@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "daemon/api_errors.h"
 #include "daemon/request_body.h"
 #include "daemon/store.h"
 #include "engine/agent_conn.h"
@@ -62,10 +63,9 @@ int sandboxes_wake_fd(struct sandboxes *reg);
 /* sandboxes_count_running - sandboxes in RUNNING state now. */
 unsigned sandboxes_count_running(struct sandboxes *reg);
 
-/* An API error for a failed call: HTTP status, API code, message. */
+/* An API error for a failed call: a row of the error table, a message. */
 struct sbx_err {
-	unsigned status;
-	const char *code;
+	enum api_err err;
 	char message[400];
 };
 

@@ -27,10 +27,9 @@
 /* Bound on one restore (QEMU start, state load, agent handshake), ms. */
 #define RESTORE_TIMEOUT_MS 30000
 
-static int set_err(struct sbx_err *err, unsigned status, const char *code, const char *msg)
+static int set_err(struct sbx_err *err, enum api_err e, const char *msg)
 {
-	err->status = status;
-	err->code = code;
+	err->err = e;
 	snprintf(err->message, sizeof(err->message), "%s", msg);
 	return -EINVAL;
 }
@@ -113,18 +112,18 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	if (r == -ENOENT) {
 		snprintf(msg, sizeof(msg), "template '%s' is not built (see GET /v1/templates)",
 			 b->template_name);
-		return set_err(err, 404, "template_not_found", msg);
+		return set_err(err, API_ERR_TEMPLATE_NOT_FOUND, msg);
 	}
 	if (r == -ESTALE)
-		return set_err(err, 409, "template_stale", msg);
+		return set_err(err, API_ERR_TEMPLATE_STALE, msg);
 	if (r < 0)
-		return set_err(err, 500, "template_invalid", msg);
+		return set_err(err, API_ERR_TEMPLATE_INVALID, msg);
 
 	unsigned char rnd[SBX_ID_HEX / 2];
 	char id[STORE_ID_MAX] = "sbx_";
 	if (util_random(rnd, sizeof(rnd)) < 0) {
 		templates_put(t);
-		return set_err(err, 500, "internal", "no randomness for an id");
+		return set_err(err, API_ERR_INTERNAL, "no randomness for an id");
 	}
 	util_hex(rnd, sizeof(rnd), id + 4);
 	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
@@ -132,7 +131,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	struct sbx *sb = sbx__new(reg, id, team, b->template_name, b->env, now + ttl * 1000);
 	if (!sb) {
 		templates_put(t);
-		return set_err(err, 500, "internal", "out of memory");
+		return set_err(err, API_ERR_INTERNAL, "out of memory");
 	}
 	unsigned used;
 	if (reserve(reg, sb, d->cfg.max_sandboxes_per_team, &used) < 0) {
@@ -140,7 +139,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 			 d->cfg.max_sandboxes_per_team);
 		sbx_release(sb);
 		templates_put(t);
-		return set_err(err, 429, "too_many_sandboxes", msg);
+		return set_err(err, API_ERR_TOO_MANY_SANDBOXES, msg);
 	}
 
 	char run_dir[PATH_MAX];
@@ -154,7 +153,8 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 		util_rm_rf(run_dir);
 		snprintf(msg, sizeof(msg), "the VM did not start: %s",
 			 verr.msg[0] ? verr.msg : strerror(-r));
-		set_err(err, r == -ETIMEDOUT ? 503 : 500, "vm_start_failed", msg);
+		set_err(err, r == -ETIMEDOUT ? API_ERR_VM_START_TIMEOUT : API_ERR_VM_START_FAILED,
+			msg);
 		goto undo;
 	}
 	r = fill_row(row, sb, tpl_template(t), b, now, now + ttl * 1000);
@@ -165,7 +165,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 		vm_free(vm);
 		util_rm_rf(run_dir);
 		sandbox_row_clear(row);
-		set_err(err, 500, "internal", "could not record the sandbox");
+		set_err(err, API_ERR_INTERNAL, "could not record the sandbox");
 		goto undo;
 	}
 	pthread_mutex_lock(&sb->lock);

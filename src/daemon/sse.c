@@ -47,9 +47,9 @@ int sse_event(struct sse_buf *b, const char *name, json_t *data)
 	return e;
 }
 
-int sse_error(struct sse_buf *b, const char *code, const char *msg)
+int sse_error(struct sse_buf *b, enum api_err e, const char *msg)
 {
-	json_t *err = json_pack("{s:s, s:o}", "code", code, "message",
+	json_t *err = json_pack("{s:s, s:o}", "code", api_errors_code(e), "message",
 				utf8_json_lossy(msg, strlen(msg)));
 	return sse_event(b, "error", err ? json_pack("{s:o}", "error", err) : NULL);
 }

@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include "daemon/api_errors.h"
+
 struct sse_buf {
 	char *p;
 	size_t len, off, alloc; /* pending bytes are p[off, len) */
@@ -30,8 +32,9 @@ struct sse_buf {
 int sse_event(struct sse_buf *b, const char *name, json_t *data);
 
 /* sse_error - add the closing error event {"error": {"code", "message"}}
- * (msg made valid UTF-8).  Returns 0 or -ENOMEM. */
-int sse_error(struct sse_buf *b, const char *code, const char *msg);
+ * with err's code (a row of the error table, api_errors.h) and msg (made
+ * valid UTF-8).  Returns 0 or -ENOMEM. */
+int sse_error(struct sse_buf *b, enum api_err err, const char *msg);
 
 /* sse_comment - add a comment line ": text" (keepalive).  0 or -ENOMEM. */
 int sse_comment(struct sse_buf *b, const char *text);

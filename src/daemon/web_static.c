@@ -86,13 +86,13 @@ static void serve(struct http_req *r, const char *name)
 	const char *dir = r->d->cfg.web_dir;
 	const char *ctype = web_static_content_type(name);
 	if (!dir[0]) {
-		http_reply_error(r, 404, "not_found", "the dashboard is not installed (make web)");
+		http_reply_error(r, API_ERR_NOT_FOUND, "the dashboard is not installed (make web)");
 		return;
 	}
 	char path[PATH_MAX];
 	if (!web_static_name_ok(name) || !ctype ||
 	    snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
-		http_reply_error(r, 404, "not_found", "no such file");
+		http_reply_error(r, API_ERR_NOT_FOUND, "no such file");
 		return;
 	}
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -102,10 +102,10 @@ static void serve(struct http_req *r, const char *name)
 		if (fd >= 0)
 			close(fd);
 		if (strcmp(name, WEB_STATIC_INDEX) == 0)
-			http_reply_error(r, 404, "not_found",
+			http_reply_error(r, API_ERR_NOT_FOUND,
 					 "the dashboard is not installed in %.200s (make web)", dir);
 		else
-			http_reply_error(r, 404, "not_found", "no such file");
+			http_reply_error(r, API_ERR_NOT_FOUND, "no such file");
 		return;
 	}
 	/* the response owns fd once it exists */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/utf8.h"
+#include "daemon/api_errors.h"
 #include "daemon/request_body.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
@@ -23,6 +24,12 @@ static void check(int ok)
 		abort();
 }
 
+/* A failed parse names a 400 row of the error table. */
+static int is_400(enum api_err e)
+{
+	return (unsigned)e < API_ERR_COUNT && api_errors_status(e) == 400;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -31,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	const char *body = (const char *)data + 1;
 	size_t len = size - 1;
-	struct body_error err;
+	struct body_error err = {.code = API_ERR_COUNT}; /* no row: a parse must set it */
 	switch (data[0] % 9) {
 	case 0: {
 		struct create_sandbox_body b;
@@ -41,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(json_is_object(b.env) && json_is_object(b.metadata));
 			create_sandbox_body_clear(&b);
 		} else {
-			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
 		}
 		break;
 	}
@@ -54,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(b.stdin_len <= BODY_STDIN_MAX);
 			exec_body_clear(&b);
 		} else {
-			check(err.code != NULL);
+			check(is_400(err.code));
 		}
 		break;
 	}
@@ -88,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (body_parse_empty(body, len, &err) == 0)
 			check(len == 0 || memchr(body, '{', len) != NULL);
 		else
-			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
 		/* the path and query checks take C strings */
 		char *s = malloc(len + 1);
 		if (!s)
@@ -109,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(json_is_object(b.env));
 			context_body_clear(&b);
 		} else {
-			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
 		}
 		break;
 	}
@@ -123,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(b.timeout_ms >= 0 && b.timeout_ms <= lim.max_exec_timeout_seconds * 1000);
 			code_body_clear(&b);
 		} else {
-			check(err.code != NULL && utf8_valid(err.message, strlen(err.message)));
+			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
 		}
 		break;
 	}

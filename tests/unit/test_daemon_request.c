@@ -15,6 +15,7 @@
 
 #include "common/utf8.h"
 #include "daemon/api.h"
+#include "daemon/api_errors.h"
 #include "daemon/config.h"
 #include "daemon/request_body.h"
 #include "daemon/route.h"
@@ -30,7 +31,7 @@ static const struct body_limits lim = {.max_ttl_seconds = 86400,
 		struct create_sandbox_body b;                                              \
 		struct body_error e = {0};                                                 \
 		assert_int_equal(body_parse_create_sandbox(S(body), &lim, &b, &e), -EINVAL); \
-		assert_string_equal(e.code, want_code);                                    \
+		assert_string_equal(api_errors_code(e.code), want_code);                                    \
 		assert_null(b.root);                                                       \
 	} while (0)
 
@@ -106,7 +107,7 @@ static void create_size_caps(void **state)
 	struct create_sandbox_body b;
 	struct body_error e = {0};
 	assert_int_equal(body_parse_create_sandbox(buf, n, &lim, &b, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_field");
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
 
 	/* An env value one byte over 32 KiB. */
 	size_t vlen = BODY_ENV_VALUE_MAX + 1;
@@ -117,7 +118,7 @@ static void create_size_caps(void **state)
 	n += vlen;
 	n += (size_t)sprintf(big + n, "\"}}");
 	assert_int_equal(body_parse_create_sandbox(big, n, &lim, &b, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_field");
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
 	free(big);
 }
 
@@ -186,7 +187,7 @@ static void exec_rejects(void **state)
 		struct body_error e = {0};
 		assert_int_equal(body_parse_exec(cases[i].body, strlen(cases[i].body), &lim, &b, &e),
 				 -EINVAL);
-		assert_string_equal(e.code, cases[i].code);
+		assert_string_equal(api_errors_code(e.code), cases[i].code);
 		assert_true(strlen(e.message) > 0);
 	}
 }
@@ -199,9 +200,9 @@ static void ttl_key_mkdir_build(void **state)
 	assert_int_equal(body_parse_ttl(S("{\"ttl_seconds\": 7200}"), &lim, &t, &e), 0);
 	assert_int_equal(t.ttl_seconds, 7200);
 	assert_int_equal(body_parse_ttl(S("{}"), &lim, &t, &e), -EINVAL);
-	assert_string_equal(e.code, "missing_field");
+	assert_string_equal(api_errors_code(e.code), "missing_field");
 	assert_int_equal(body_parse_ttl(S("{\"ttl_seconds\": 1, \"x\": 1}"), &lim, &t, &e), -EINVAL);
-	assert_string_equal(e.code, "unknown_field");
+	assert_string_equal(api_errors_code(e.code), "unknown_field");
 
 	struct key_body k;
 	assert_int_equal(body_parse_key(S("{\"name\": \"ci runner\", \"team\": \"t-1\"}"), &k, &e), 0);
@@ -214,7 +215,7 @@ static void ttl_key_mkdir_build(void **state)
 	assert_int_equal(body_parse_key(S("{\"name\": \"\"}"), &k, &e), -EINVAL);
 	assert_int_equal(body_parse_key(S("{\"name\": \"a\\tb\"}"), &k, &e), -EINVAL);
 	assert_int_equal(body_parse_key(S("{\"name\": \"x\", \"team\": \"Team\"}"), &k, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_field");
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
 
 	struct mkdir_body m;
 	assert_int_equal(body_parse_mkdir(S("{\"path\": \"/a/b\"}"), &m, &e), 0);
@@ -225,9 +226,9 @@ static void ttl_key_mkdir_build(void **state)
 	assert_false(m.parents);
 	mkdir_body_clear(&m);
 	assert_int_equal(body_parse_mkdir(S("{\"path\": \"a\"}"), &m, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_path");
+	assert_string_equal(api_errors_code(e.code), "invalid_path");
 	assert_int_equal(body_parse_mkdir(S("{\"path\": \"/a\", \"parents\": 1}"), &m, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_field");
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
 
 	struct build_body bb;
 	assert_int_equal(body_parse_build(NULL, 0, &bb, &e), 0);
@@ -248,7 +249,7 @@ static void paths_and_queries(void **state)
 	assert_int_equal(body_check_path("relative", &e), -EINVAL);
 	assert_int_equal(body_check_path("/a\nb", &e), -EINVAL);
 	assert_int_equal(body_check_path("/bad\xff", &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_path");
+	assert_string_equal(api_errors_code(e.code), "invalid_path");
 	char *longp = malloc(BODY_PATH_MAX + 2);
 	memset(longp, 'a', BODY_PATH_MAX + 1);
 	longp[0] = '/';
@@ -266,7 +267,7 @@ static void paths_and_queries(void **state)
 	assert_int_equal(body_parse_bool_query("recursive", "0", 1, &v, &e), 0);
 	assert_false(v);
 	assert_int_equal(body_parse_bool_query("recursive", "yes", 0, &v, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_query");
+	assert_string_equal(api_errors_code(e.code), "invalid_query");
 }
 
 static void context_bodies(void **state)
@@ -295,13 +296,13 @@ static void context_bodies(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(body_parse_context(bad[i].body, strlen(bad[i].body), &c, &e), -EINVAL);
-		assert_string_equal(e.code, bad[i].code);
+		assert_string_equal(api_errors_code(e.code), bad[i].code);
 	}
 	/* jansson's error text quotes the bad escape's byte, half a character:
 	 * the message stays valid UTF-8 (found by fuzz_api_body) */
 	const char *esc = "{\"cwd\x5c\xdd\xbc\": 1}";
 	assert_int_equal(body_parse_context(esc, strlen(esc), &c, &e), -EINVAL);
-	assert_string_equal(e.code, "invalid_json");
+	assert_string_equal(api_errors_code(e.code), "invalid_json");
 	assert_true(utf8_valid(e.message, strlen(e.message)));
 }
 
@@ -347,7 +348,7 @@ static void code_bodies(void **state)
 		assert_int_equal(body_parse_code(bad[i].body, strlen(bad[i].body), &lim,
 						 bad[i].one_shot, &b, &e),
 				 -EINVAL);
-		assert_string_equal(e.code, bad[i].code);
+		assert_string_equal(api_errors_code(e.code), bad[i].code);
 	}
 	/* code over the caps: 1 MiB for python, 64 KiB for shell */
 	size_t big = BODY_CODE_MAX + 1;
@@ -467,20 +468,18 @@ static void agent_errors(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *j = json_loads(cases[i].json, 0, NULL);
 		assert_non_null(j);
-		unsigned status = 0;
-		const char *code = NULL;
+		enum api_err err;
 		char msg[400];
-		assert_int_equal(api_agent_error_map(j, &status, &code, msg, sizeof(msg)), 1);
-		assert_int_equal(status, cases[i].status);
-		assert_string_equal(code, cases[i].code);
+		assert_int_equal(api_agent_error_map(j, &err, msg, sizeof(msg)), 1);
+		assert_int_equal(api_errors_status(err), cases[i].status);
+		assert_string_equal(api_errors_code(err), cases[i].code);
 		json_decref(j);
 	}
 	json_t *ok = json_loads("{\"size\": 4}", 0, NULL);
-	unsigned status;
-	const char *code;
+	enum api_err err;
 	char msg[64];
-	assert_int_equal(api_agent_error_map(ok, &status, &code, msg, sizeof(msg)), 0);
-	assert_int_equal(api_agent_error_map(NULL, &status, &code, msg, sizeof(msg)), 0);
+	assert_int_equal(api_agent_error_map(ok, &err, msg, sizeof(msg)), 0);
+	assert_int_equal(api_agent_error_map(NULL, &err, msg, sizeof(msg)), 0);
 	json_decref(ok);
 
 	/* exit objects from hostile END payloads stay in range */
@@ -495,6 +494,35 @@ static void agent_errors(void **state)
 	json_decref(end);
 }
 
+/* The error table: every row a 4xx/5xx with a snake_case code and a
+ * meaning; no (status, code) twice; a value outside it reads as internal. */
+static void error_table(void **state)
+{
+	(void)state;
+	for (int i = 0; i < API_ERR_COUNT; i++) {
+		const struct api_error_row *row = api_errors_row((enum api_err)i);
+		assert_true(row->status >= 400 && row->status <= 599);
+		assert_true(strlen(row->code) > 0 && strspn(row->code,
+			    "abcdefghijklmnopqrstuvwxyz_") ==
+							     strlen(row->code));
+		assert_true(strlen(row->meaning) > 0);
+		for (int j = 0; j < i; j++) {
+			const struct api_error_row *o = api_errors_row((enum api_err)j);
+			assert_false(o->status == row->status && !strcmp(o->code, row->code));
+		}
+	}
+	assert_int_equal(api_errors_status(API_ERR_SANDBOX_NOT_FOUND), 404);
+	assert_string_equal(api_errors_code(API_ERR_SANDBOX_NOT_FOUND), "sandbox_not_found");
+	assert_int_equal(api_errors_status(API_ERR_VM_START_TIMEOUT), 503);
+	assert_string_equal(api_errors_code(API_ERR_VM_START_TIMEOUT), "vm_start_failed");
+	/* the fallback is reachable (not the row of index 0) and is internal */
+	assert_ptr_not_equal(api_errors_row(API_ERR_INTERNAL), api_errors_row((enum api_err)0));
+	assert_ptr_equal(api_errors_row((enum api_err)API_ERR_COUNT),
+			 api_errors_row(API_ERR_INTERNAL));
+	assert_ptr_equal(api_errors_row((enum api_err)-1), api_errors_row(API_ERR_INTERNAL));
+	assert_int_equal(api_errors_status((enum api_err)404), 500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +533,7 @@ int main(void)
 		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
 		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
 		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),
+		cmocka_unit_test(error_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
