@@ -13,11 +13,9 @@
 #include <unistd.h>
 
 #include "cli/output.h"
+#include "common/body_caps.h"
 #include "common/util.h"
 
-#define EXEC_TIMEOUT_MAX 86400.0    /* seconds; the API's bound */
-#define EXEC_STDIN_MAX (1024 * 1024) /* bytes; the API's bound for "stdin" */
-#define EXEC_ENV_MAX 128            /* variables; the API's bound */
 
 static const char *const id_pos[] = {"ID", NULL};
 
@@ -84,22 +82,22 @@ const struct args_spec cmd_exec_spec = {
 	.rest_required = 1,
 };
 
-/* Read all of stdin (at most EXEC_STDIN_MAX bytes) as a JSON string. */
+/* Read all of stdin (at most BODY_STDIN_MAX bytes) as a JSON string. */
 static int read_stdin(struct cli_ctx *ctx, json_t **out)
 {
 	*out = NULL;
-	char *buf = malloc(EXEC_STDIN_MAX + 1);
+	char *buf = malloc(BODY_STDIN_MAX + 1);
 	if (!buf) {
 		out_error("out of memory");
 		return CLI_EXIT_API;
 	}
-	ssize_t n = util_read_full(STDIN_FILENO, buf, EXEC_STDIN_MAX + 1);
+	ssize_t n = util_read_full(STDIN_FILENO, buf, BODY_STDIN_MAX + 1);
 	if (n < 0) {
 		free(buf);
 		out_error("cannot read standard input: %s", strerror((int)-n));
 		return CLI_EXIT_API;
 	}
-	if (n > EXEC_STDIN_MAX) {
+	if (n > BODY_STDIN_MAX) {
 		free(buf);
 		return cli_usage_error(ctx, "standard input is larger than 1 MiB (the API's cap)");
 	}
@@ -126,7 +124,7 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 	json_t *v = NULL;
 	if (args_value(a, "timeout")) {
 		code = cli_parse_duration(ctx, "--timeout", args_value(a, "timeout"), 0,
-					  EXEC_TIMEOUT_MAX, &v);
+					  BODY_TIMEOUT_MAX_S, &v);
 		if (!code)
 			json_object_set_new(body, "timeout_seconds", v);
 	}
@@ -138,9 +136,9 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 			json_object_set_new(body, "cwd", v);
 	}
 	if (!code) {
-		const char *env[EXEC_ENV_MAX];
-		size_t n = args_values(a, "env", env, EXEC_ENV_MAX);
-		if (n > EXEC_ENV_MAX) {
+		const char *env[BODY_ENV_MAX_VARS];
+		size_t n = args_values(a, "env", env, BODY_ENV_MAX_VARS);
+		if (n > BODY_ENV_MAX_VARS) {
 			code = cli_usage_error(ctx, "more than 128 --env flags");
 		} else if (n) {
 			code = cli_parse_kv_list(ctx, "--env", env, n, &v);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/body_caps.h"
 #include "engine/template.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
@@ -46,7 +47,7 @@ static const struct opt opts[] = {
 	{"--max-ttl", "PANDASTACK_MAX_TTL", OPT_U64, F(max_ttl_s), 1, 365u * 86400u,
 	 "largest ttl_seconds accepted (86400)"},
 	{"--exec-timeout", "PANDASTACK_EXEC_TIMEOUT", OPT_U64, F(exec_default_timeout_s), 0,
-	 86400, "seconds an exec may run when it names no timeout (60; 0: no limit)"},
+	 BODY_TIMEOUT_MAX_S, "seconds an exec may run when it names no timeout (60; 0: no limit)"},
 	{"--exec-output-cap", "PANDASTACK_EXEC_OUTPUT_CAP", OPT_U64, F(exec_output_cap), 1024,
 	 256u * 1024 * 1024, "stdout/stderr bytes kept per exec and stream (4194304)"},
 	{"--max-upload", "PANDASTACK_MAX_UPLOAD", OPT_U64, F(max_upload), 1,
@@ -178,7 +179,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->default_ttl_s = 300;
 	cfg->max_ttl_s = 86400;
 	cfg->exec_default_timeout_s = 60;
-	cfg->exec_max_timeout_s = 86400;
+	cfg->exec_max_timeout_s = BODY_TIMEOUT_MAX_S;
 	cfg->exec_output_cap = 4u * 1024 * 1024;
 	cfg->max_upload = 4ull << 30;
 	cfg->retention_s = 3600;

@@ -28,21 +28,8 @@
 
 #include <jansson.h>
 
+#include "common/body_caps.h" /* BODY_*_MAX: the caps, shared with the CLI */
 #include "daemon/api_errors.h"
-
-/* Caps, bytes unless said otherwise (documented in docs/api.md). */
-#define BODY_NAME_MAX 64           /* key names, teams, template names */
-#define BODY_CMD_MAX (64 * 1024)   /* exec cmd (the agent takes < 128 KiB) */
-#define BODY_STDIN_MAX (1024 * 1024) /* exec stdin */
-#define BODY_CODE_MAX (1024 * 1024)  /* run_code code (python; shell: BODY_CMD_MAX) */
-#define BODY_PATH_MAX 4095         /* guest paths */
-#define BODY_ENV_MAX_VARS 128
-#define BODY_ENV_NAME_MAX 256
-#define BODY_ENV_VALUE_MAX (32 * 1024)
-#define BODY_ENV_MAX_BYTES (256 * 1024) /* names + values of one env object */
-#define BODY_META_MAX_KEYS 32
-#define BODY_META_KEY_MAX 64
-#define BODY_META_VALUE_MAX 512
 
 struct body_error {
 	enum api_err code;  /* a row of the error table, see above */
