@@ -163,13 +163,22 @@ bench-api: $(BUILD)/pandastackd
 bench-contexts: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/contexts.py
 
+# --- the API's error table (src/daemon/api_errors.def) written into the SDKs'
+# tables by scripts/api_errors.py; check-api-errors fails when one is stale --
+.PHONY: api-errors check-api-errors
+api-errors:
+	$(PYTHON) scripts/api_errors.py
+
+check-api-errors:
+	$(PYTHON) scripts/api_errors.py --check
+
 # --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
 # local fake servers (docs/sdk-typescript.md) ----------------------------------
 .PHONY: test-sdk-ts test-sdk
 test-sdk-ts:
 	cd sdk/typescript && { [ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test
 
-test-sdk: test-sdk-python test-sdk-ts
+test-sdk: check-api-errors test-sdk-python test-sdk-ts
 
 # --- the web dashboard (web/, docs/dashboard.md): TypeScript bundled by
 # esbuild into $(BUILD)/web, which pandastackd serves at / (--web-dir; its

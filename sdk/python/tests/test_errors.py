@@ -165,6 +165,10 @@ def test_command_failed_carries_the_result():
     ("agent_unavailable", SandboxError),
     ("unauthorized", AuthenticationError),
     ("too_many_sandboxes", RateLimitError),
+    ("too_many_contexts", RateLimitError),      # 429 in the API's table
+    ("file_not_found", NotFoundError),
+    ("vm_start_failed", SandboxError),          # 500 and 503: the first row decides
+    ("thing_not_found", SandboxError),          # not an API code, though it looks like one
 ])
 def test_error_event_in_a_stream_is_typed_by_code(api, sandbox, code, cls):
     def handler(req):
@@ -184,4 +188,4 @@ def test_error_event_in_a_stream_is_typed_by_code(api, sandbox, code, cls):
     got = []
     with pytest.raises(cls) as ei:
         sandbox.exec_stream("sleep 100", on_stdout=got.append)
-    assert ei.value.code == code and got == ["part"]
+    assert type(ei.value) is cls and ei.value.code == code and got == ["part"]

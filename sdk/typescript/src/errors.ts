@@ -15,6 +15,7 @@
  * Connection failures (refused, reset, DNS) -> ConnectionError, code "connection_failed".
  */
 
+import { API_ERROR_STATUS } from "./api_errors.js";
 import type { ExecResult } from "./models.js";
 
 /** Fields shared by every SDK error. */
@@ -77,18 +78,19 @@ export class CommandFailed extends PandaStackError {
 /**
  * Returns the error class for an HTTP status and API code, following the
  * table at the top of this file. `status` may be undefined for errors that
- * arrive inside an event stream; then the code decides.
+ * arrive inside an event stream; then the status the API answers that code
+ * with decides (its table, docs/api.md "Errors": e.g. "sandbox_not_found" is
+ * 404, NotFoundError); a code the API does not define gives SandboxError.
  */
 export function errorClassFor(
   status: number | undefined,
   code: string,
 ): new (message: string, init: PandaStackErrorInit) => PandaStackError {
-  if (status === 401 || (status === undefined && code === "unauthorized")) return AuthenticationError;
-  if (status === 404 || (status === undefined && (code === "not_found" || code.endsWith("_not_found"))))
-    return NotFoundError;
-  if (status === 408 || status === 504 || (status === undefined && code.endsWith("timeout")))
-    return TimeoutError;
-  if (status === 429 || (status === undefined && code === "too_many_sandboxes")) return RateLimitError;
+  const s = status ?? (Object.hasOwn(API_ERROR_STATUS, code) ? API_ERROR_STATUS[code] : undefined);
+  if (s === 401) return AuthenticationError;
+  if (s === 404) return NotFoundError;
+  if (s === 408 || s === 504) return TimeoutError;
+  if (s === 429) return RateLimitError;
   return SandboxError;
 }
 

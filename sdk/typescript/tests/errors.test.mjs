@@ -60,6 +60,42 @@ test("an error body that is not JSON still maps by status", async () => {
   }
 });
 
+// An error event inside a stream has no status of its own: the API's error
+// table (generated from the daemon's) gives the status its code is sent with.
+const streamCases = [
+  ["too_many_contexts", RateLimitError],
+  ["file_not_found", NotFoundError],
+  ["agent_timeout", TimeoutError],
+  ["sandbox_not_running", SandboxError],
+  ["unauthorized", AuthenticationError],
+  ["vm_start_failed", SandboxError],
+  // not API codes: a name that merely looks like one, and an Object.prototype key
+  ["thing_not_found", SandboxError],
+  ["constructor", SandboxError],
+];
+
+for (const [code, Cls] of streamCases) {
+  test(`an exec_stream error event ${code} -> ${Cls.name}`, async () => {
+    const fake = await startFake((req, res) => {
+      if (req.method === "GET") {
+        res.writeHead(200, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ id: "sbx_0123456789abcdef0123", status: "running" }));
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`event: error\ndata: {"error": {"code": "${code}", "message": "m"}}\n\n`);
+    });
+    try {
+      const sb = await Sandbox.connect("sbx_0123456789abcdef0123", sdkOpts(fake));
+      const err = await sb.execStream("true").catch((e) => e);
+      assert.equal(err.constructor, Cls, `got ${err?.constructor?.name}: ${err}`);
+      assert.equal(err.code, code);
+      assert.equal(err.status, undefined);
+    } finally {
+      await fake.close();
+    }
+  });
+}
+
 test("a huge error body is read only up to its cap", async () => {
   const fake = await startFake((req, res) => {
     res.writeHead(404, { "content-type": "application/json" });

@@ -25,7 +25,9 @@ exits non-zero; it carries the :class:`~pandastack.ExecResult` as ``.result``.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Type
+
+from ._api_errors import API_ERROR_STATUS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import ExecResult
@@ -140,6 +142,19 @@ class CommandFailed(PandaStackError):
         return (type(self), (self.result, self.message))
 
 
+def _class_for_status(status: Optional[int]) -> Type[PandaStackError]:
+    """The error class of an HTTP error status (the table at the top)."""
+    if status == 401:
+        return AuthenticationError
+    if status == 404:
+        return NotFoundError
+    if status in (408, 504):
+        return TimeoutError
+    if status == 429:
+        return RateLimitError
+    return SandboxError
+
+
 def error_for_status(status: int, code: Optional[str], message: Optional[str]) -> PandaStackError:
     """Build the typed error for an HTTP error answer.
 
@@ -152,32 +167,17 @@ def error_for_status(status: int, code: Optional[str], message: Optional[str]) -
     """
     code = code or f"http_{status}"
     message = message or f"HTTP {status}"
-    if status == 401:
-        return AuthenticationError(message, code, status)
-    if status == 404:
-        return NotFoundError(message, code, status)
-    if status in (408, 504):
-        return TimeoutError(message, code, status)
-    if status == 429:
-        return RateLimitError(message, code, status)
-    return SandboxError(message, code, status)
+    return _class_for_status(status)(message, code, status)
 
 
 def error_for_code(code: Optional[str], message: Optional[str],
                    status: Optional[int] = None) -> PandaStackError:
     """Build the typed error for an API error code that came without an error
-    status (an ``error`` event inside a stream): ``unauthorized`` gives
-    AuthenticationError, ``not_found`` and ``*_not_found`` NotFoundError,
-    ``*timeout`` TimeoutError, ``too_many_sandboxes`` RateLimitError, anything
-    else SandboxError. Never raises."""
+    status (an ``error`` event inside a stream): the class of the status the
+    API answers that code with (its table, docs/api.md "Errors"), e.g.
+    ``sandbox_not_found`` (404) gives NotFoundError and ``agent_timeout`` (504)
+    TimeoutError; a code the API does not define gives SandboxError. ``status``
+    is kept on the error as given. Never raises."""
     code = code or "error"
     message = message or code
-    if code == "unauthorized":
-        return AuthenticationError(message, code, status)
-    if code == "not_found" or code.endswith("_not_found"):
-        return NotFoundError(message, code, status)
-    if code.endswith("timeout"):
-        return TimeoutError(message, code, status)
-    if code == "too_many_sandboxes":
-        return RateLimitError(message, code, status)
-    return SandboxError(message, code, status)
+    return _class_for_status(API_ERROR_STATUS.get(code))(message, code, status)
