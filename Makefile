@@ -172,6 +172,14 @@ api-errors:
 check-api-errors:
 	$(PYTHON) scripts/api_errors.py --check
 
+# --- docs/openapi.yaml through Redocly's OpenAPI 3.1 linter, the version pinned
+# by tools/openapi-lint/package-lock.json (rules: tools/openapi-lint/redocly.yaml)
+.PHONY: lint-openapi
+lint-openapi:
+	cd tools/openapi-lint && { [ -x node_modules/.bin/redocly ] || npm ci --no-audit --no-fund --loglevel=error; } && \
+	    REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true node_modules/.bin/redocly lint \
+	    --format=stylish ../../docs/openapi.yaml
+
 # --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
 # local fake servers (docs/sdk-typescript.md) ----------------------------------
 .PHONY: test-sdk-ts test-sdk

@@ -16,7 +16,8 @@ packages=(
   chromium
 )
 missing=()
-# Node.js 18+ for the TypeScript SDK: Debian's unless one is already installed.
+# Node.js 18+ and npm for the TypeScript SDK and the OpenAPI linter (tools/openapi-lint):
+# Debian's unless one is already installed.
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 for p in "${packages[@]}"; do

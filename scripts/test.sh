@@ -14,6 +14,7 @@ step() { printf '\n=== %s  (+%ss)\n' "$*" "$(( $(date +%s) - t0 ))"; }
 
 step "dependencies";        bash scripts/install-deps.sh
 step "build";               make -j"$(nproc)" all
+step "API description, generated tables"; make lint-openapi check-api-errors
 step "unit tests";          make unit
 step "unit tests, ASan+UBSan"; make check-asan
 step "fuzz targets";        make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
