@@ -10,10 +10,12 @@ CACHE    ?= $(or $(PANDASTACK_CACHE),/var/cache/pandastack)
 SAN      ?=
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
             -Wmissing-prototypes -Wvla -Wpointer-arith
+# CFLAGS (optimisation, debug info) may be set on the command line, as
+# check-asan and fuzz-build do; the flags below are added to it all the same.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing $(SAN) -ffile-prefix-map=$(CURDIR)=.
-CPPFLAGS += -Isrc -D_GNU_SOURCE
-LDFLAGS  += $(SAN)
+override CFLAGS   += -std=gnu11 $(WARN) -fno-strict-aliasing $(SAN) -ffile-prefix-map=$(CURDIR)=.
+override CPPFLAGS += -Isrc -D_GNU_SOURCE
+override LDFLAGS  += $(SAN)
 
 COMMON_SRC := $(wildcard src/common/*.c)
 ENGINE_SRC := $(wildcard src/engine/*.c)

@@ -30,16 +30,17 @@
 /* Add the bytes to the kernel pool (credited) and reseed the CRNG. */
 static int add_entropy(const uint8_t *bytes, size_t n)
 {
-	struct {
+	/* struct rand_pool_info ends in a flexible array: room for it after the header */
+	union {
 		struct rand_pool_info info;
-		uint8_t buf[AGENT_REQ_ENTROPY_BYTES];
+		uint8_t raw[sizeof(struct rand_pool_info) + AGENT_REQ_ENTROPY_BYTES];
 	} e;
-	if (n > sizeof(e.buf))
+	if (n > AGENT_REQ_ENTROPY_BYTES)
 		return -EINVAL;
 	memset(&e, 0, sizeof(e));
 	e.info.entropy_count = (int)(n * 8);
 	e.info.buf_size = (int)n;
-	memcpy(e.buf, bytes, n);
+	memcpy(e.raw + sizeof(struct rand_pool_info), bytes, n);
 	int fd = open("/dev/urandom", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -103,9 +103,11 @@ void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
 		spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
 		spawn_log_tail(v->run_dir, "console.log", con, sizeof(con));
 	}
-	snprintf(err->msg, sizeof(err->msg), "%s: %s%s%s%s%s%s%s", what, strerror(-code),
-		 st[0] ? "; qemu " : "", st, qlog[0] ? "; qemu: " : "", qlog,
-		 con[0] ? "; console: " : "", con);
+	/* The logs' tails may not all fit: a cut message ends in "...". */
+	if (snprintf(err->msg, sizeof(err->msg), "%s: %s%s%s%s%s%s%s", what, strerror(-code),
+		     st[0] ? "; qemu " : "", st, qlog[0] ? "; qemu: " : "", qlog,
+		     con[0] ? "; console: " : "", con) >= (int)sizeof(err->msg))
+		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
 }
 
 void vm_discard(struct vm *v)
