@@ -92,8 +92,8 @@ def test_stream_with_keepalives_is_not_a_timeout(api, sandbox):
 
 
 def test_silent_stream_gives_client_timeout(api, sandbox, monkeypatch):
-    import pandastack.sandbox as sbmod
-    monkeypatch.setattr(sbmod, "STREAM_IDLE_TIMEOUT_S", 0.3)
+    import pandastack._core as core
+    monkeypatch.setattr(core, "STREAM_IDLE_TIMEOUT_S", 0.3)
     sandbox._t.timeout = 0.3
     release = threading.Event()
 

@@ -20,7 +20,7 @@ from .errors import (AuthenticationError, CommandFailed, ConnectionError,  # noq
 from .filesystem import Filesystem  # noqa: E402
 from .models import (CodeContextInfo, DirListing, ExecResult, Execution,  # noqa: E402
                      ExecutionError, FileEntry, Result, SandboxInfo, WriteInfo)
-from ._http import DEFAULT_API_URL  # noqa: E402
+from ._core import DEFAULT_API_URL  # noqa: E402
 from .sandbox import DEFAULT_TEMPLATE, Sandbox  # noqa: E402
 
 __all__ = [

@@ -1,16 +1,17 @@
 """A small Server-Sent Events reader (the WHATWG "event stream" format, as the
-daemon's ``exec_stream`` sends it: docs/api.md).
+daemon's ``exec_stream`` and ``run_code_stream`` send it: docs/api.md).
 
-It reads lines from a binary file-like response, with caps: a line over
-``MAX_LINE`` bytes or an event over ``MAX_EVENT`` bytes raises SandboxError
-(code ``invalid_response``), so a broken or hostile server cannot make the
-client buffer without bound. Comment lines (``: keepalive``) are skipped.
+One parser (:class:`EventParser`, fed line by line) and two readers around
+it: :func:`iter_events` over a blocking file-like body, :func:`aiter_events`
+over an asyncio body. Both read lines with caps: a line over ``MAX_LINE``
+bytes or an event over ``MAX_EVENT`` bytes raises PandaStackError (code
+``invalid_response``), so a broken or hostile server cannot make the client
+buffer without bound. Comment lines (``: keepalive``) are skipped.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, Iterator, List
+from typing import IO, Any, AsyncIterator, Iterator, List, Optional
 
 from .errors import PandaStackError
 
@@ -27,8 +28,46 @@ class Event:
     data: str
 
 
+class EventParser:
+    """The event stream's state between lines."""
+
+    def __init__(self) -> None:
+        self._name = ""
+        self._data: List[str] = []
+        self._size = 0
+
+    def line(self, raw: bytes) -> Optional[Event]:
+        """Take one line as read with ``readline(MAX_LINE + 1)`` (its line
+        ending included, if any) and return the event it completes, if any.
+
+        Raises PandaStackError ``invalid_response`` when the line or the
+        event is over its cap."""
+        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+            raise PandaStackError("event stream line over the cap", "invalid_response")
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if line == "":
+            ev = Event(self._name or "message", "\n".join(self._data)) if self._data else None
+            self._name, self._data, self._size = "", [], 0
+            return ev
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            self._name = value
+        elif field == "data":
+            self._size += len(value) + 1
+            if self._size > MAX_EVENT:
+                raise PandaStackError("event stream event over the cap", "invalid_response")
+            self._data.append(value)
+        # "id" and "retry" carry nothing the SDK uses.
+        return None
+
+
 def iter_events(stream: IO[bytes]) -> Iterator[Event]:
-    """Yield the events of ``stream`` until it ends.
+    """Yield the events of ``stream`` until it ends (an unfinished event at
+    the end is dropped, as the spec says).
 
     Args:
         stream: an object with ``readline(limit) -> bytes`` (e.g. an
@@ -37,57 +76,24 @@ def iter_events(stream: IO[bytes]) -> Iterator[Event]:
         PandaStackError: a line or an event is over its cap.
         OSError / socket.timeout: from the stream, unchanged.
     """
-    name = ""
-    data: List[str] = []
-    size = 0
+    parser = EventParser()
     while True:
         raw = stream.readline(MAX_LINE + 1)
         if not raw:
-            return  # end of stream: an unfinished event is dropped (spec)
-        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
-            raise PandaStackError("event stream line over the cap", "invalid_response")
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if line == "":
-            if data:
-                yield Event(name or "message", "\n".join(data))
-            name, data, size = "", [], 0
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if field == "event":
-            name = value
-        elif field == "data":
-            size += len(value) + 1
-            if size > MAX_EVENT:
-                raise PandaStackError("event stream event over the cap", "invalid_response")
-            data.append(value)
-        # "id" and "retry" carry nothing the SDK uses.
+            return
+        ev = parser.line(raw)
+        if ev is not None:
+            yield ev
 
 
-class _CallbackError(Exception):
-    """Carries an exception raised by a caller's callback through the stream's
-    transport error handling."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(repr(error))
-        self.error = error
-
-
-def _call_user(cb: Callable[[Any], Any], arg: Any) -> None:
-    """Call a caller's callback; its exception comes out as _CallbackError."""
-    try:
-        cb(arg)
-    except Exception as e:  # KeyboardInterrupt and the like pass through as they are
-        raise _CallbackError(e) from e
-
-
-def _event_json(data: str) -> Dict[str, Any]:
-    """Decode an event's JSON data; anything but an object gives {}."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
+async def aiter_events(stream: Any) -> AsyncIterator[Event]:
+    """The same as :func:`iter_events` over an object with an awaitable
+    ``readline(limit) -> bytes`` (``_http1.ResponseBody``)."""
+    parser = EventParser()
+    while True:
+        raw = await stream.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        ev = parser.line(raw)
+        if ev is not None:
+            yield ev
