@@ -1,6 +1,7 @@
 """A scriptable fake of the PandaStack REST API for the SDK's unit tests.
 
-``FakeApi`` runs a threaded HTTP/1.1 server on a free loopback port. Tests
+``FakeApi`` runs a threaded HTTP/1.1 server on a free loopback port (over TLS
+when given a certificate and its key, then at https://localhost:PORT). Tests
 register handlers per (method, path); a handler gets the parsed ``Request``
 and returns a ``Reply`` (status, JSON or raw body, headers) or writes the
 answer itself through ``req.handler`` (for streams, early answers, dropped
@@ -13,6 +14,7 @@ the route was registered with ``stream_body=True``; then the handler reads
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -90,7 +92,11 @@ def read_body(req: Request, sink: Callable[[bytes], None]) -> int:
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """Ignores clients that hang up mid-answer (tests do that on purpose)."""
+    """Ignores clients that hang up mid-answer (tests do that on purpose).
+    Its listen backlog takes many connections at once (the default 5 makes
+    the kernel reset some of 20 concurrent connects)."""
+
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
@@ -103,7 +109,7 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeApi:
     """The fake server. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: Optional[Tuple[str, str]] = None) -> None:
         self.routes: Dict[Tuple[str, str], Tuple[Union[Handler, List[Any]], bool]] = {}
         self.requests: List[Request] = []
         self.lock = threading.Lock()
@@ -125,6 +131,11 @@ class FakeApi:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://localhost:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
 
@@ -212,6 +223,16 @@ def sse(events):
             h.wfile.write(ev)
             h.wfile.flush()
         h.close_connection = True
+    return handler
+
+
+def raw(data: bytes) -> Handler:
+    """A handler answering with these bytes as they are (a hostile or broken
+    answer), then closing the connection."""
+    def handler(req: Request) -> None:
+        req.handler.wfile.write(data)
+        req.handler.wfile.flush()
+        req.handler.close_connection = True
     return handler
 
 

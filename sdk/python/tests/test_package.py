@@ -16,6 +16,7 @@ SDK = pathlib.Path(__file__).resolve().parents[1]
 DOC = SDK.parent.parent / "docs" / "sdk-python.md"
 
 PUBLIC_CLASSES = [pandastack.Sandbox, pandastack.CodeContext, pandastack.Filesystem,
+                  pandastack.AsyncSandbox, pandastack.AsyncCodeContext, pandastack.AsyncFilesystem,
                   pandastack.Execution, pandastack.Result, pandastack.ExecutionError,
                   pandastack.ExecResult, pandastack.SandboxInfo, pandastack.FileEntry,
                   pandastack.WriteInfo, pandastack.DirListing, pandastack.CodeContextInfo]
@@ -71,6 +72,33 @@ def test_the_documents_surface():
     for attr in ("results", "stdout", "stderr", "error", "exit_code", "execution_count", "png",
                  "text"):
         assert hasattr(pandastack.Execution(), attr), attr
+
+
+@pytest.mark.parametrize("sync,aio", [
+    (pandastack.Sandbox, pandastack.AsyncSandbox),
+    (pandastack.CodeContext, pandastack.AsyncCodeContext),
+    (pandastack.Filesystem, pandastack.AsyncFilesystem),
+])
+def test_the_async_surface_is_the_sync_one_awaited(sync, aio):
+    """Same public names, same parameters and defaults; every method of the
+    asyncio class is a coroutine function. AsyncSandbox adds aclose()."""
+    names = {n for n, _ in public_members(sync)}
+    assert {n for n, _ in public_members(aio)} - {"aclose"} == names
+    assert names  # the probe sees members
+    for name in names:
+        s, a = inspect.getattr_static(sync, name), inspect.getattr_static(aio, name)
+        if isinstance(s, property):
+            assert isinstance(a, property), name
+            continue
+        s_fn = s.__func__ if isinstance(s, classmethod) else s
+        a_fn = a.__func__ if isinstance(a, classmethod) else a
+        assert isinstance(a, classmethod) == isinstance(s, classmethod), name
+        assert inspect.iscoroutinefunction(a_fn), name
+        sp, ap = inspect.signature(s_fn).parameters, inspect.signature(a_fn).parameters
+        assert [(p.name, p.default, p.kind) for p in sp.values()] == \
+            [(p.name, p.default, p.kind) for p in ap.values()], name
+    for dunder in ("__aenter__", "__aexit__"):
+        assert hasattr(aio, dunder) == hasattr(sync, "__enter__")
 
 
 def test_py_typed_is_in_the_source():

@@ -1,6 +1,7 @@
-"""A 200 MiB upload and a 200 MiB download through the SDK keep the client's
-memory flat: the client runs in its own process and reports its peak RSS
-(VmHWM) growth; the fake server streams both ways and checks every byte."""
+"""A 200 MiB upload and a 200 MiB download through the SDK (Sandbox and
+AsyncSandbox) keep the client's memory flat: the client runs in its own
+process and reports its peak RSS (VmHWM) growth; the fake server streams both
+ways and checks every byte."""
 import hashlib
 import json
 import os
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from conftest import HERE, KEY, SID
 from fakeapi import Reply, read_body
 
@@ -16,9 +18,9 @@ BLOCK = 1 << 20
 MAX_GROWTH = 32 << 20     # allowed peak RSS growth of the client, bytes (file: 200 MiB)
 
 CLIENT = textwrap.dedent("""
-    import json, sys
+    import asyncio, json, sys
     sys.path[:0] = json.loads(sys.argv[1])
-    from pandastack import Sandbox
+    from pandastack import AsyncSandbox, Sandbox
 
     def status(name):
         for line in open("/proc/self/status"):
@@ -26,21 +28,37 @@ CLIENT = textwrap.dedent("""
                 return int(line.split()[1]) * 1024
         raise SystemExit("no " + name)
 
-    url, key, src, dst, warm = sys.argv[2:7]
-    sb = Sandbox.connect("%s", api_key=key, api_url=url)
-    # Warm up every code path with small files first, so lazily loaded modules
-    # and buffers are in the baseline.
-    sb.filesystem.upload(warm, "/warm")
-    sb.filesystem.download("/warm", dst + ".warm")
-    base = max(status("VmRSS"), status("VmHWM"))
-    up = sb.filesystem.upload(src, "/workspace/big.bin")
-    down = sb.filesystem.download("/workspace/big.bin", dst)
+    url, key, src, dst, warm, client = sys.argv[2:8]
+
+    def blocking():
+        sb = Sandbox.connect("%s", api_key=key, api_url=url)
+        # Warm up every code path with small files first, so lazily loaded
+        # modules and buffers are in the baseline.
+        sb.filesystem.upload(warm, "/warm")
+        sb.filesystem.download("/warm", dst + ".warm")
+        base = max(status("VmRSS"), status("VmHWM"))
+        up = sb.filesystem.upload(src, "/workspace/big.bin")
+        down = sb.filesystem.download("/workspace/big.bin", dst)
+        return base, up, down
+
+    async def non_blocking():
+        sb = await AsyncSandbox.connect("%s", api_key=key, api_url=url)
+        await sb.filesystem.upload(warm, "/warm")
+        await sb.filesystem.download("/warm", dst + ".warm")
+        base = max(status("VmRSS"), status("VmHWM"))
+        up = await sb.filesystem.upload(src, "/workspace/big.bin")
+        down = await sb.filesystem.download("/workspace/big.bin", dst)
+        await sb.aclose()
+        return base, up, down
+
+    base, up, down = blocking() if client == "sync" else asyncio.run(non_blocking())
     print(json.dumps({"growth": status("VmHWM") - base, "base": base,
                       "up": up.size, "down": down.size}))
-""" % SID)
+""" % (SID, SID))
 
 
-def test_200_mib_upload_and_download_keep_memory_flat(api, tmp_path):
+@pytest.mark.parametrize("client", ["sync", "async"])
+def test_200_mib_upload_and_download_keep_memory_flat(api, tmp_path, client):
     block = os.urandom(BLOCK)
     src = tmp_path / "src.bin"
     with open(src, "wb") as f:
@@ -82,7 +100,7 @@ def test_200_mib_upload_and_download_keep_memory_flat(api, tmp_path):
     paths = [p for p in sys.path if p]  # the test's own view: finds the same package
     out = subprocess.run(
         [sys.executable, "-c", CLIENT, json.dumps(paths), api.url, KEY, str(src),
-         str(tmp_path / "dst.bin"), str(warm)],
+         str(tmp_path / "dst.bin"), str(warm), client],
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -94,7 +112,8 @@ def test_200_mib_upload_and_download_keep_memory_flat(api, tmp_path):
         for chunk in iter(lambda: f.read(BLOCK), b""):
             got.update(chunk)
     assert got.hexdigest() == want.hexdigest()
-    print(f"client peak RSS growth for 200 MiB each way: {report['growth'] / 2**20:.1f} MiB "
+    print(f"{client} client peak RSS growth for 200 MiB each way: "
+          f"{report['growth'] / 2**20:.1f} MiB "
           f"(baseline {report['base'] / 2**20:.1f} MiB)")
     assert report["growth"] < MAX_GROWTH, report
     assert HERE.exists()

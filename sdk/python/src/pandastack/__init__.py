@@ -9,11 +9,17 @@ Quick start::
         with sandbox.create_code_context() as ctx:
             print(ctx.run_code("sum(range(101))").text)             # "5050"
 
+For asyncio programs, :class:`AsyncSandbox` has the same surface with
+awaitable methods (``async with await AsyncSandbox.create() as sandbox:``).
+
 Configuration: pass ``api_key=`` / ``api_url=`` or set ``PANDASTACK_API_KEY`` /
 ``PANDASTACK_API_URL``. Reference: docs/sdk-python.md.
 """
 __version__ = "0.1.0"
 
+from .async_code_context import AsyncCodeContext  # noqa: E402
+from .async_filesystem import AsyncFilesystem  # noqa: E402
+from .async_sandbox import AsyncSandbox  # noqa: E402
 from .code_context import CodeContext  # noqa: E402
 from .errors import (AuthenticationError, CommandFailed, ConnectionError,  # noqa: E402
                      NotFoundError, PandaStackError, RateLimitError, SandboxError, TimeoutError)
@@ -30,6 +36,9 @@ __all__ = [
     "Sandbox",
     "CodeContext",
     "Filesystem",
+    "AsyncSandbox",
+    "AsyncCodeContext",
+    "AsyncFilesystem",
     "ExecResult",
     "Execution",
     "ExecutionError",

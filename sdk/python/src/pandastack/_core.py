@@ -204,7 +204,7 @@ class Endpoint:
         except ValueError:
             parts, port = None, None
         if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname
-                or _BAD_TARGET_CHARS.search(parts.path)):
+                or not parts.path.isascii() or _BAD_TARGET_CHARS.search(parts.path)):
             raise PandaStackError(f"api_url must be http(s)://host[:port][/prefix], got {url!r}",
                                   "invalid_config")
         if timeout is not None and not timeout > 0:

@@ -20,7 +20,7 @@ from ._core import (CHUNK_SIZE, DEFAULT_API_URL, ERROR_BODY_CAP, JSON_BODY_CAP, 
                     check_source_end, client_error, cut_short, decode_json_answer, encode_json,
                     error_from_answer, is_timeout, ssl_context, tune_socket)
 from ._sse import iter_events
-from ._streams import CallbackError, call_user
+from ._streams import CallbackError, Decoder, call_user
 from .errors import NotFoundError, PandaStackError
 
 __all__ = ["Transport", "DEFAULT_API_URL", "CHUNK_SIZE", "StreamBody"]
@@ -177,8 +177,8 @@ class Transport(Endpoint):
             return call.missing  # type: ignore[no-any-return]
         return call.decode(doc)
 
-    def stream(self, call: Call[Any], decoder: Any,
-               callbacks: Mapping[str, Optional[Callable[[Any], Any]]]) -> Any:
+    def stream(self, call: Call[Any], decoder: Decoder[T],
+               callbacks: Mapping[str, Optional[Callable[[Any], Any]]]) -> T:
         """Run an event-stream call: feed its events to ``decoder``
         (``_streams.ExecStream`` / ``CellStream``), call ``callbacks[name]``
         with what it emits (on the calling thread), and return the decoder's
@@ -197,7 +197,7 @@ class Transport(Endpoint):
                         if cb is not None:
                             call_user(cb, emit[1])
                     if decoder.done:
-                        return decoder.value
+                        return decoder.result()
             except CallbackError as e:
                 raise e.error  # the caller's own exception, unchanged
             except PandaStackError:

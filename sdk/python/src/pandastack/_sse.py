@@ -11,7 +11,7 @@ buffer without bound. Comment lines (``: keepalive``) are skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, Any, AsyncIterator, Iterator, List, Optional
+from typing import IO, Any, AsyncGenerator, Iterator, List, Optional
 
 from .errors import PandaStackError
 
@@ -86,7 +86,7 @@ def iter_events(stream: IO[bytes]) -> Iterator[Event]:
             yield ev
 
 
-async def aiter_events(stream: Any) -> AsyncIterator[Event]:
+async def aiter_events(stream: Any) -> AsyncGenerator[Event, None]:
     """The same as :func:`iter_events` over an object with an awaitable
     ``readline(limit) -> bytes`` (``_http1.ResponseBody``)."""
     parser = EventParser()

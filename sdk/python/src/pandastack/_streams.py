@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar
 
 from ._sse import Event
 from ._calls import checked
@@ -23,6 +23,7 @@ from .models import ExecResult, Execution, Result
 
 # (callback name, argument) or None.
 Emit = Optional[Tuple[str, Any]]
+T = TypeVar("T")
 
 
 class CallbackError(Exception):
@@ -70,14 +71,30 @@ def _stream_error(doc: Dict[str, Any], what: str) -> PandaStackError:
                          msg if isinstance(msg, str) else f"the {what} stream failed")
 
 
-class _Decoder:
+class Decoder(Generic[T]):
+    """What the decoders share: the output seen so far, ``done`` once the
+    last event arrived, then :meth:`result`."""
+
     what = "event"
 
     def __init__(self) -> None:
         self.out: List[str] = []
         self.err: List[str] = []
         self.done = False
-        self.value: Any = None
+        self._value: Optional[T] = None
+
+    def feed(self, ev: Event) -> Emit:
+        """Take one event and return the callback to call, if any."""
+        raise NotImplementedError
+
+    def result(self) -> T:
+        """The final result (once ``done``)."""
+        assert self._value is not None
+        return self._value
+
+    def _finish(self, value: T) -> None:
+        self.done = True
+        self._value = value
 
     def _text(self, ev: Event, chunk: Any) -> Emit:
         if not isinstance(chunk, str):
@@ -91,7 +108,7 @@ class _Decoder:
                                "connection_failed", status)
 
 
-class ExecStream(_Decoder):
+class ExecStream(Decoder[ExecResult]):
     """An exec_stream: emits ``("stdout", str)``, ``("stderr", str)`` and
     ``("start", pid)``; its value is the ExecResult with the whole output.
 
@@ -114,8 +131,7 @@ class ExecStream(_Decoder):
         if ev.event == "exit":
             result = ExecResult.from_json(doc, stdout="".join(self.out),
                                           stderr="".join(self.err))
-            self.done = True
-            self.value = checked(result, self.check)
+            self._finish(checked(result, self.check))
         elif ev.event == "error":
             raise _stream_error(doc, "exec")
         elif ev.event == "started":
@@ -125,7 +141,7 @@ class ExecStream(_Decoder):
         return None  # unknown events carry nothing the result needs
 
 
-class CellStream(_Decoder):
+class CellStream(Decoder[Execution]):
     """A context's run_code_stream: emits ``("stdout", str)``, ``("stderr",
     str)`` and ``("result", Result)``; its value is the Execution."""
 
@@ -144,10 +160,9 @@ class CellStream(_Decoder):
             self.results.append(doc)
             return ("result", Result.from_json(doc))
         if ev.event == "done":
-            self.done = True
-            self.value = Execution.from_json(dict(doc, results=self.results,
+            self._finish(Execution.from_json(dict(doc, results=self.results,
                                                   stdout="".join(self.out),
-                                                  stderr="".join(self.err)))
+                                                  stderr="".join(self.err))))
         elif ev.event == "error":
             raise _stream_error(doc, "run_code")
         return None

@@ -1,0 +1,203 @@
+"""The :class:`AsyncSandbox`: :class:`~pandastack.Sandbox` for asyncio
+programs, standard library only.
+
+The same surface as Sandbox with awaitable methods (``await
+AsyncSandbox.create(...)``, ``await sandbox.exec(...)``, ``async with``), the
+same requests, results, errors, retries and deadlines: both clients run the
+same call descriptions (``_calls``) and policy (``_core``), over different
+transports. Requests go over HTTP/1.1 keep-alive connections that the sandbox
+object pools, so many calls may be in flight at once from one event loop.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type, TypeVar
+
+from . import _calls
+from ._async_http import AsyncTransport
+from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ._streams import ExecStream
+from .async_code_context import AsyncCodeContext
+from .async_filesystem import AsyncFilesystem
+from .errors import NotFoundError, PandaStackError
+from .models import ExecResult, SandboxInfo
+from .sandbox import DEFAULT_TEMPLATE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from types import TracebackType
+
+__all__ = ["AsyncSandbox"]
+
+T = TypeVar("T")
+OutputCallback = Callable[[str], Any]
+
+
+async def _once(t: AsyncTransport, call: "_calls.Call[T]") -> T:
+    """Run one call on a transport that ends with it (its connections closed)."""
+    try:
+        return await t.call(call)
+    finally:
+        t.close()
+
+
+class AsyncSandbox:
+    """A running sandbox, for asyncio. Do not construct it directly: use
+    ``await AsyncSandbox.create(...)`` or ``await AsyncSandbox.connect(...)``.
+
+    Attributes:
+        id: the sandbox id (``sbx_...``).
+        filesystem: its files (:class:`~pandastack.AsyncFilesystem`).
+        info: the last :class:`~pandastack.SandboxInfo` the API returned.
+    """
+
+    def __init__(self, info: SandboxInfo, transport: AsyncTransport) -> None:
+        self.info = info
+        self.id = info.id
+        self._t = transport
+        self._path = _calls.sandbox_path(info.id)
+        self.filesystem = AsyncFilesystem(transport, info.id)
+
+    def __repr__(self) -> str:
+        return (f"AsyncSandbox(id={self.id!r}, template={self.info.template!r}, "
+                f"status={self.info.status!r})")
+
+    @property
+    def template(self) -> str:
+        """The template the sandbox was restored from."""
+        return self.info.template
+
+    @property
+    def status(self) -> str:
+        """The status when last seen: running, paused, stopped or error."""
+        return self.info.status
+
+    # ---- lifecycle ----------------------------------------------------------
+    @classmethod
+    async def create(cls, template: str = DEFAULT_TEMPLATE, ttl_seconds: Optional[int] = None,
+                     *, env: Optional[Mapping[str, str]] = None,
+                     metadata: Optional[Mapping[str, str]] = None,
+                     api_key: Optional[str] = None, api_url: Optional[str] = None,
+                     request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                     max_retries: int = DEFAULT_MAX_RETRIES) -> "AsyncSandbox":
+        """Create a sandbox from a template, as :meth:`Sandbox.create` (the
+        same arguments, result and errors)."""
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        try:
+            info = await t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata))
+        except BaseException:
+            t.close()
+            raise
+        return cls(info, t)
+
+    @classmethod
+    async def connect(cls, sandbox_id: str, *, api_key: Optional[str] = None,
+                      api_url: Optional[str] = None,
+                      request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                      max_retries: int = DEFAULT_MAX_RETRIES) -> "AsyncSandbox":
+        """Attach to an existing sandbox by id, as :meth:`Sandbox.connect`."""
+        call = _calls.connect_sandbox(sandbox_id)
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        try:
+            info = await t.call(call)
+        except BaseException:
+            t.close()
+            raise
+        return cls(info, t)
+
+    @classmethod
+    async def list(cls, *, status: Optional[str] = None,
+                   metadata: Optional[Mapping[str, str]] = None,
+                   api_key: Optional[str] = None, api_url: Optional[str] = None,
+                   request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                   max_retries: int = DEFAULT_MAX_RETRIES) -> List[SandboxInfo]:
+        """The key's team's sandboxes, oldest first, as :meth:`Sandbox.list`."""
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        return await _once(t, _calls.list_sandboxes(status, metadata))
+
+    async def get_info(self) -> SandboxInfo:
+        """Fetch the sandbox's current description (also stored in ``info``)."""
+        self.info = await self._t.call(_calls.get_sandbox(self._path))
+        return self.info
+
+    async def is_running(self) -> bool:
+        """True when the API reports the sandbox as running (False once it is
+        gone)."""
+        try:
+            return (await self.get_info()).status == "running"
+        except NotFoundError:
+            return False
+
+    async def set_ttl(self, ttl_seconds: int) -> SandboxInfo:
+        """Make the sandbox expire ``ttl_seconds`` seconds from now, as
+        :meth:`Sandbox.set_ttl`."""
+        self.info = await self._t.call(_calls.set_ttl(self._path, ttl_seconds))
+        return self.info
+
+    async def kill(self) -> None:
+        """Stop the sandbox and delete it (one already gone is not an error),
+        then close the client's idle connections."""
+        try:
+            await self._t.call(_calls.kill_sandbox(self._path))
+        finally:
+            self._t.close()
+
+    async def aclose(self) -> None:
+        """Close the client's idle connections without touching the sandbox
+        (it keeps running; a later call opens new connections)."""
+        self._t.close()
+
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: "Optional[TracebackType]") -> None:
+        if exc is None:
+            await self.kill()
+            return
+        try:  # do not hide the error that ended the block
+            await self.kill()
+        except PandaStackError:
+            pass
+
+    # ---- commands -------------------------------------------------------------
+    async def exec(self, cmd: str, timeout_seconds: Optional[float] = None,
+                   check: bool = False, env: Optional[Mapping[str, str]] = None,
+                   cwd: Optional[str] = None, stdin: Optional[str] = None) -> ExecResult:
+        """Run ``/bin/sh -c cmd`` and wait for it, as :meth:`Sandbox.exec`."""
+        return await self._t.call(_calls.exec_command(self._t, self._path, cmd, timeout_seconds,
+                                                      check, env, cwd, stdin))
+
+    async def exec_stream(self, cmd: str, on_stdout: Optional[OutputCallback] = None,
+                          on_stderr: Optional[OutputCallback] = None,
+                          timeout_seconds: Optional[float] = None, check: bool = False,
+                          env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                          stdin: Optional[str] = None,
+                          on_start: Optional[Callable[[int], Any]] = None) -> ExecResult:
+        """Run ``cmd`` with its output passed to the callbacks as it arrives,
+        as :meth:`Sandbox.exec_stream`. The callbacks may be plain or
+        coroutine functions (awaited, in order, before the next output is
+        read); an exception from one ends the stream (the daemon kills the
+        command) and propagates."""
+        call = _calls.exec_stream(self._t, self._path, cmd, timeout_seconds, env, cwd, stdin)
+        return await self._t.stream(call, ExecStream(check), {
+            "stdout": on_stdout, "stderr": on_stderr, "start": on_start})
+
+    async def run_code(self, code: str, language: str = "python",
+                       timeout_seconds: Optional[float] = None) -> ExecResult:
+        """Run ``code`` once in a fresh process, as :meth:`Sandbox.run_code`."""
+        return await self._t.call(_calls.run_code_once(self._t, self._path, code, language,
+                                                       timeout_seconds))
+
+    # ---- code contexts ------------------------------------------------------------
+    async def create_code_context(self, language: str = "python", cwd: Optional[str] = None,
+                                  env: Optional[Mapping[str, str]] = None) -> AsyncCodeContext:
+        """Start a persistent kernel and return its AsyncCodeContext (usable as
+        ``async with await sandbox.create_code_context() as ctx:``), as
+        :meth:`Sandbox.create_code_context`."""
+        info = await self._t.call(_calls.create_context(self._t, self._path, language, cwd,
+                                                        env))
+        return AsyncCodeContext(self._t, self.id, info.id, info.language, info)
+
+    async def list_code_contexts(self) -> List[AsyncCodeContext]:
+        """The sandbox's open code contexts."""
+        infos = await self._t.call(_calls.list_contexts(self._path))
+        return [AsyncCodeContext(self._t, self.id, i.id, i.language, i) for i in infos]
