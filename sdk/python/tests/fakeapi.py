@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -210,17 +211,33 @@ class FakeApi:
             h.close_connection = True  # the client stopped reading: expected in some tests
 
 
-def sse(events):
-    """A handler answering 200 text/event-stream with the given raw events
-    (bytes, written and flushed one by one), then closing the connection."""
+def sse(events, chunked: int = 0):
+    """A handler answering 200 text/event-stream with the given items, then
+    closing the connection. An item is raw bytes (written and flushed), a
+    number (seconds to sleep) or a threading.Event (waited for, at most 10 s).
+    With ``chunked`` the bytes go with chunked transfer encoding, cut into
+    pieces of that many bytes (with a chunk extension, then a trailer)."""
     def handler(req):
         h = req.handler
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
+        h.send_header("Transfer-Encoding" if chunked else "Connection",
+                      "chunked" if chunked else "close")
         h.end_headers()
         for ev in events:
-            h.wfile.write(ev)
+            if isinstance(ev, (int, float)):
+                time.sleep(ev)
+                continue
+            if isinstance(ev, threading.Event):
+                ev.wait(10)
+                continue
+            if not chunked:
+                h.wfile.write(ev)
+            for i in range(0, len(ev) if chunked else 0, chunked or 1):
+                h.wfile.write(b"%x;ext=1\r\n%s\r\n" % (len(ev[i:i + chunked]), ev[i:i + chunked]))
+            h.wfile.flush()
+        if chunked:
+            h.wfile.write(b"0\r\nX-Trailer: 1\r\n\r\n")
             h.wfile.flush()
         h.close_connection = True
     return handler

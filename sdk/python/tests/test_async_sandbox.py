@@ -223,22 +223,7 @@ async def test_exec_stream_awaits_coroutine_callbacks_in_order(api, asandbox):
 async def test_exec_stream_over_chunked_transfer(api, asandbox):
     """The daemon sends its streams with chunked transfer encoding; events
     may be split anywhere between chunks."""
-    whole = b"".join(EXEC_EVENTS)
-
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.end_headers()
-        for i in range(0, len(whole), 7):
-            piece = whole[i:i + 7]
-            h.wfile.write(b"%x;ext=1\r\n%s\r\n" % (len(piece), piece))
-            h.wfile.flush()
-        h.wfile.write(b"0\r\nX-Trailer: 1\r\n\r\n")
-        h.wfile.flush()
-
-    api.route("POST", SB + "/exec_stream", handler)
+    api.route("POST", SB + "/exec_stream", sse([b"".join(EXEC_EVENTS)], chunked=7))
     out = []
     r = await asandbox.exec_stream("cmd", on_stdout=out.append)
     assert out == ["line 1\n", "line 2\n"] and r.duration_ms == 812

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import KEY, SID
-from fakeapi import Reply, sandbox_json
+from fakeapi import Reply, sandbox_json, sse
 
 from pandastack import AsyncCodeContext, AsyncSandbox, TimeoutError
 
@@ -70,26 +70,7 @@ async def test_context_run_code_timeout_error_from_the_api(api, asandbox):
     assert ei.value.status == 504 and ei.value.code == "agent_timeout"
 
 
-def keepalive_stream(seconds_between, count, release=None, final=None):
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        h.wfile.write(b'event: stdout\ndata: {"data": "a"}\n\n')
-        h.wfile.flush()
-        for _ in range(count):
-            time.sleep(seconds_between)
-            h.wfile.write(b": keepalive\n\n")
-            h.wfile.flush()
-        if release is not None:
-            release.wait(10)
-        if final:
-            h.wfile.write(final)
-            h.wfile.flush()
-        h.close_connection = True
-    return handler
+STDOUT_A = b'event: stdout\ndata: {"data": "a"}\n\n'
 
 
 async def test_stream_with_keepalives_is_not_a_timeout(api, asandbox, monkeypatch):
@@ -97,8 +78,9 @@ async def test_stream_with_keepalives_is_not_a_timeout(api, asandbox, monkeypatc
     import pandastack._core as core
     monkeypatch.setattr(core, "STREAM_IDLE_TIMEOUT_S", 0.5)
     asandbox._t.timeout = 0.5
-    api.route("POST", SB + "/exec_stream", keepalive_stream(
-        0.2, 5, final=b'event: exit\ndata: {"exit_code": 0, "duration_ms": 1000}\n\n'))
+    api.route("POST", SB + "/exec_stream", sse(
+        [STDOUT_A] + [0.2, b": keepalive\n\n"] * 5
+        + [b'event: exit\ndata: {"exit_code": 0, "duration_ms": 1000}\n\n']))
     r = await asandbox.exec_stream("sleep 1")
     assert r.exit_code == 0 and r.duration_ms == 1000 and r.stdout == "a"
 
@@ -108,7 +90,7 @@ async def test_silent_stream_gives_client_timeout(api, asandbox, monkeypatch):
     monkeypatch.setattr(core, "STREAM_IDLE_TIMEOUT_S", 0.3)
     asandbox._t.timeout = 0.3
     release = threading.Event()
-    api.route("POST", SB + "/exec_stream", keepalive_stream(0, 0, release))
+    api.route("POST", SB + "/exec_stream", sse([STDOUT_A, release]))
     got = []
     t0 = time.monotonic()
     with pytest.raises(TimeoutError) as ei:

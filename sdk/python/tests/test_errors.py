@@ -8,7 +8,7 @@ import time
 
 import pytest
 from conftest import KEY, SID
-from fakeapi import FakeApi, Reply, error, sandbox_json
+from fakeapi import FakeApi, Reply, error, sandbox_json, sse
 
 import pandastack
 from pandastack import (AuthenticationError, CommandFailed, ConnectionError, NotFoundError,
@@ -171,20 +171,10 @@ def test_command_failed_carries_the_result():
     ("thing_not_found", SandboxError),          # not an API code, though it looks like one
 ])
 def test_error_event_in_a_stream_is_typed_by_code(api, sandbox, code, cls):
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        h.wfile.write(b'event: started\ndata: {"pid": 7}\n\n')
-        h.wfile.write(b'event: stdout\ndata: {"data": "part"}\n\n')
-        h.wfile.write(b'event: error\ndata: {"error": {"code": "%s", "message": "m"}}\n\n'
-                      % code.encode())
-        h.wfile.flush()
-        h.close_connection = True
-
-    api.route("POST", SB + "/exec_stream", handler)
+    api.route("POST", SB + "/exec_stream", sse([
+        b'event: started\ndata: {"pid": 7}\n\n',
+        b'event: stdout\ndata: {"data": "part"}\n\n',
+        b'event: error\ndata: {"error": {"code": "%s", "message": "m"}}\n\n' % code.encode()]))
     got = []
     with pytest.raises(cls) as ei:
         sandbox.exec_stream("sleep 100", on_stdout=got.append)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 from conftest import KEY, SID
-from fakeapi import Reply, sandbox_json
+from fakeapi import Reply, sandbox_json, sse
 
 import pandastack
 from pandastack import Sandbox, TimeoutError
@@ -72,21 +72,9 @@ def test_context_run_code_timeout_error_from_the_api(api, sandbox):
 
 def test_stream_with_keepalives_is_not_a_timeout(api, sandbox):
     """exec_stream's deadline is an idle limit; keepalive comments reset it."""
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        for i in range(3):
-            h.wfile.write(b": keepalive\n\n")
-            h.wfile.flush()
-            time.sleep(0.2)
-        h.wfile.write(b'event: exit\ndata: {"exit_code": 0, "duration_ms": 600}\n\n')
-        h.wfile.flush()
-        h.close_connection = True
-
-    api.route("POST", SB + "/exec_stream", handler)
+    api.route("POST", SB + "/exec_stream", sse(
+        [b": keepalive\n\n", 0.2] * 3
+        + [b'event: exit\ndata: {"exit_code": 0, "duration_ms": 600}\n\n']))
     r = sandbox.exec_stream("sleep 1")
     assert r.exit_code == 0 and r.duration_ms == 600
 
@@ -96,19 +84,8 @@ def test_silent_stream_gives_client_timeout(api, sandbox, monkeypatch):
     monkeypatch.setattr(core, "STREAM_IDLE_TIMEOUT_S", 0.3)
     sandbox._t.timeout = 0.3
     release = threading.Event()
-
-    def handler(req):
-        h = req.handler
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        h.wfile.write(b'event: stdout\ndata: {"data": "a"}\n\n')
-        h.wfile.flush()
-        release.wait(10)
-        h.close_connection = True
-
-    api.route("POST", SB + "/exec_stream", handler)
+    api.route("POST", SB + "/exec_stream", sse([b'event: stdout\ndata: {"data": "a"}\n\n',
+                                                release]))
     got = []
     t0 = time.monotonic()
     with pytest.raises(TimeoutError) as ei:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, Type
 
 from . import _calls
+from ._handles import ContextHandle
 from ._streams import CellStream
 from .errors import PandaStackError
 from .models import CodeContextInfo, Execution, Result
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AsyncCodeContext"]
 
 
-class AsyncCodeContext:
+class AsyncCodeContext(ContextHandle):
     """One persistent kernel in a sandbox, for asyncio.
 
     Attributes:
@@ -36,16 +37,8 @@ class AsyncCodeContext:
     def __init__(self, transport: "AsyncTransport", sandbox_id: str, context_id: str,
                  language: str = "python", info: Optional[CodeContextInfo] = None) -> None:
         """Internal: use ``await sandbox.create_code_context()``."""
+        super().__init__(sandbox_id, context_id, language, info)
         self._t = transport
-        self.sandbox_id = sandbox_id
-        self.id = context_id
-        self.language = language
-        self.info = info or CodeContextInfo(id=context_id, language=language)
-        self._path = _calls.context_path(sandbox_id, context_id)
-
-    def __repr__(self) -> str:
-        return (f"AsyncCodeContext(id={self.id!r}, language={self.language!r}, "
-                f"sandbox_id={self.sandbox_id!r})")
 
     async def run_code(self, code: str, timeout_seconds: Optional[float] = None, *,
                        on_stdout: Optional[Callable[[str], Any]] = None,

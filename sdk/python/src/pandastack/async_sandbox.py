@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type, 
 from . import _calls
 from ._async_http import AsyncTransport
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ._handles import SandboxHandle
 from ._streams import ExecStream
 from .async_code_context import AsyncCodeContext
 from .async_filesystem import AsyncFilesystem
@@ -39,7 +40,7 @@ async def _once(t: AsyncTransport, call: "_calls.Call[T]") -> T:
         t.close()
 
 
-class AsyncSandbox:
+class AsyncSandbox(SandboxHandle):
     """A running sandbox, for asyncio. Do not construct it directly: use
     ``await AsyncSandbox.create(...)`` or ``await AsyncSandbox.connect(...)``.
 
@@ -47,28 +48,14 @@ class AsyncSandbox:
         id: the sandbox id (``sbx_...``).
         filesystem: its files (:class:`~pandastack.AsyncFilesystem`).
         info: the last :class:`~pandastack.SandboxInfo` the API returned.
+        template, status: the template and the status when last seen
+            (properties).
     """
 
     def __init__(self, info: SandboxInfo, transport: AsyncTransport) -> None:
-        self.info = info
-        self.id = info.id
+        super().__init__(info)
         self._t = transport
-        self._path = _calls.sandbox_path(info.id)
         self.filesystem = AsyncFilesystem(transport, info.id)
-
-    def __repr__(self) -> str:
-        return (f"AsyncSandbox(id={self.id!r}, template={self.info.template!r}, "
-                f"status={self.info.status!r})")
-
-    @property
-    def template(self) -> str:
-        """The template the sandbox was restored from."""
-        return self.info.template
-
-    @property
-    def status(self) -> str:
-        """The status when last seen: running, paused, stopped or error."""
-        return self.info.status
 
     # ---- lifecycle ----------------------------------------------------------
     @classmethod

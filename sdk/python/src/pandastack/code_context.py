@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Type
 from . import _calls
 from ._core import DEFAULT_RUN_DEADLINE_S, RUN_DEADLINE_MARGIN_S, STREAM_IDLE_TIMEOUT_S, \
     run_deadline
+from ._handles import ContextHandle
 from ._streams import CellStream
 from .errors import PandaStackError
 from .models import CodeContextInfo, Execution, Result
@@ -27,7 +28,7 @@ __all__ = ["CodeContext", "run_deadline", "STREAM_IDLE_TIMEOUT_S", "DEFAULT_RUN_
            "RUN_DEADLINE_MARGIN_S"]
 
 
-class CodeContext:
+class CodeContext(ContextHandle):
     """One persistent kernel in a sandbox.
 
     Attributes:
@@ -40,15 +41,8 @@ class CodeContext:
     def __init__(self, transport: "Transport", sandbox_id: str, context_id: str,
                  language: str = "python", info: Optional[CodeContextInfo] = None) -> None:
         """Internal: use ``sandbox.create_code_context()``."""
+        super().__init__(sandbox_id, context_id, language, info)
         self._t = transport
-        self.sandbox_id = sandbox_id
-        self.id = context_id
-        self.language = language
-        self.info = info or CodeContextInfo(id=context_id, language=language)
-        self._path = _calls.context_path(sandbox_id, context_id)
-
-    def __repr__(self) -> str:
-        return f"CodeContext(id={self.id!r}, language={self.language!r}, sandbox_id={self.sandbox_id!r})"
 
     def run_code(self, code: str, timeout_seconds: Optional[float] = None, *,
                  on_stdout: Optional[Callable[[str], Any]] = None,

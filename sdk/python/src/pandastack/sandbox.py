@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type
 
 from . import _calls
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ._handles import SandboxHandle
 from ._http import Transport
 from ._streams import ExecStream
 from .code_context import CodeContext
@@ -29,7 +30,7 @@ DEFAULT_TEMPLATE = "code-interpreter"
 OutputCallback = Callable[[str], Any]
 
 
-class Sandbox:
+class Sandbox(SandboxHandle):
     """A running sandbox. Do not construct it directly: use :meth:`create`,
     :meth:`connect`.
 
@@ -38,28 +39,14 @@ class Sandbox:
         filesystem: its files (:class:`~pandastack.filesystem.Filesystem`).
         info: the last :class:`~pandastack.SandboxInfo` the API returned
             (refresh it with :meth:`get_info`).
+        template, status: the template and the status when last seen
+            (properties).
     """
 
     def __init__(self, info: SandboxInfo, transport: Transport) -> None:
-        self.info = info
-        self.id = info.id
+        super().__init__(info)
         self._t = transport
-        self._path = _calls.sandbox_path(info.id)
         self.filesystem = Filesystem(transport, info.id)
-
-    def __repr__(self) -> str:
-        return (f"Sandbox(id={self.id!r}, template={self.info.template!r}, "
-                f"status={self.info.status!r})")
-
-    @property
-    def template(self) -> str:
-        """The template the sandbox was restored from."""
-        return self.info.template
-
-    @property
-    def status(self) -> str:
-        """The status when last seen: running, paused, stopped or error."""
-        return self.info.status
 
     # ---- lifecycle ----------------------------------------------------------
     @classmethod
