@@ -1,6 +1,33 @@
 # PandaStack build.  `make` builds the agent, the daemon and the CLI into build/.
-# Targets: all, images, templates, smoke, unit, check-asan, fuzz, test,
-# test-engine, bench-create, web, test-web, clean.
+# `make help` prints this list.
+#
+# Need neither root nor a guest:
+#   all                build/pandastackd, pandastack, pandastack-agent, pandastack-engine
+#   check              check-symbols, unit, check-asan and a short run of every
+#                      fuzz target (CHECK_FUZZ_SECONDS each): what to run before a commit
+#   test               the same as check
+#   unit               the unit tests (tests/unit, cmocka)
+#   check-asan         the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer
+#   check-symbols      fails when two of the libraries define the same global symbol
+#   fuzz               every fuzz target (tests/fuzz, clang's libFuzzer), FUZZ_SECONDS each
+#   test-sdk           the Python and TypeScript SDKs against local fake servers
+#   web                the dashboard (web/), bundled into build/web
+#   api-errors         writes the SDKs' error tables from src/daemon/api_errors.def
+#   check-api-errors   fails when those tables are stale
+#   lint-openapi       docs/openapi.yaml through Redocly's OpenAPI 3.1 linter
+#   bench-agent bench-kernel   the agent protocol and code contexts on the host
+#   clean
+# Build or run guests (images need root; CACHE, default /var/cache/pandastack,
+# keeps images and templates):
+#   images templates   guest images, then every template baked from them
+#   smoke              one sandbox: create, run python, stop
+#   test-engine        the engine on real guests (tests/engine)
+#   test-integration   the daemon, the CLI and the images over HTTP (tests/integration, pytest)
+#   test-web           the dashboard in chromium against a live daemon
+#   conformance-python the Python SDK's document examples against a daemon it starts
+#   bench-create bench-api bench-contexts   figures (bench/)
+# The whole CI, as root on a fresh host: bash scripts/test.sh
+
 # Each component's sources are every .c in its folder; main.c is the entry
 # point and is left out of the component's library so tests can link the rest.
 
@@ -41,8 +68,11 @@ HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lpthread -lm
 PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
             $(BUILD)/pandastack-engine
 
-.PHONY: all
+.PHONY: all help
 all: $(PROGRAMS)
+
+help:
+	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -288,6 +318,25 @@ fuzz: fuzz-build
 	    echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	    $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus/$$n tests/fuzz/corpus/$$n; \
 	done
+
+# --- what to run before a commit (no root, no guest) --------------------------
+# The programs link different sets of the libraries, so a global symbol defined
+# twice would not always fail a link: check-symbols fails on it instead.
+LIBS := $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI)
+.PHONY: check-symbols
+check-symbols: $(LIBS)
+	@nm -A -g --defined-only $^ | awk 'NF == 3 { n[$$3]++; where[$$3] = where[$$3] " " $$1 } \
+	    END { for (s in n) if (n[s] > 1) { print "defined twice: " s ":" where[s]; bad = 1 } \
+	          exit bad }'
+
+CHECK_FUZZ_SECONDS ?= 5
+.PHONY: check test
+check: check-symbols
+	$(MAKE) unit
+	$(MAKE) check-asan
+	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
+
+test: check
 
 .PHONY: clean
 clean:
