@@ -19,22 +19,20 @@ make web
 make images
 make templates
 
+. scripts/lib/daemon.sh
 export PANDASTACK_API_URL="http://$listen"
-if ! curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" -H "Authorization: Bearer $(cat "$data/admin.key" 2>/dev/null)" 2>/dev/null; then
+if curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" -H "Authorization: Bearer $(cat "$data/admin.key" 2>/dev/null)" 2>/dev/null; then
+  PANDASTACK_API_KEY=$(cat "$data/admin.key")
+  export PANDASTACK_API_KEY
+else
   mkdir -p "$data"
   echo "quickstart: starting pandastackd on $listen (data in $data, log in $data/pandastackd.log)"
   # The daemon prints the admin key once on its first start: the log is
   # readable by root only, like admin.key itself.
   (umask 077 && touch "$data/pandastackd.log")
   chmod 600 "$data/pandastackd.log"
-  setsid build/pandastackd --listen "$listen" --data-dir "$data" >>"$data/pandastackd.log" 2>&1 < /dev/null &
-  for _ in $(seq 1 100); do
-    [ -s "$data/admin.key" ] && curl -fsS -o /dev/null "$PANDASTACK_API_URL/healthz" \
-      -H "Authorization: Bearer $(cat "$data/admin.key")" && break
-    sleep 0.2
-  done
+  daemon_start --detach "$listen" "$data" "$data/pandastackd.log"
 fi
-export PANDASTACK_API_KEY=$(cat "$data/admin.key")
 
 id=$(build/pandastack sandbox create --template code-interpreter --ttl 600)
 echo "quickstart: created $id"

@@ -23,40 +23,24 @@
 # Prints one line per example and "python: N passed, N failed"; exits 1 if any failed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-conf=${PANDASTACK_CONFORMANCE:-$repo/../shared/conformance}
-# A clean clone has no shared folder next to it: use the repository's copy.
-[ -d "$conf" ] || conf=$repo/tests/conformance
-per_example=${CONFORMANCE_TIMEOUT:-900}
+. "$repo/scripts/lib/daemon.sh"
+. "$repo/scripts/lib/conformance.sh"
+conf=$(conformance_dir)
 python=${PYTHON:-/usr/bin/python3}
 start_daemon=0
 use_pip=0
-only=()
 for a in "$@"; do
   case $a in
     --start-daemon) start_daemon=1 ;;
     --pip) use_pip=1 ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) only+=("$a") ;;
+    *) CONFORMANCE_ONLY+=("$a") ;;
   esac
 done
 [ -d "$conf/python" ] || { echo "run-conformance-python: no $conf/python" >&2; exit 2; }
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/pandastack-conformance-py.XXXXXX")
-daemon_pid=
-cleanup() {
-  if [ -n "$daemon_pid" ]; then
-    # Sandboxes outlive the daemon (their QEMU runs in its own session): delete them first.
-    PYTHONPATH="$repo/sdk/python/src" "$python" - <<'PY' || true
-from pandastack import Sandbox
-for s in Sandbox.list(status="running"):
-    Sandbox.connect(s.id).kill()
-PY
-    kill "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$root"
-}
-trap cleanup EXIT
+trap 'daemon_stop; rm -rf "$root"' EXIT
 
 # 1. The examples and their data.
 cp -r "$conf/python" "$root/python"
@@ -78,44 +62,11 @@ fi
 
 # 3. The daemon, when asked to start one.
 if [ "$start_daemon" = 1 ]; then
-  [ -x "$repo/build/pandastackd" ] || { echo "run-conformance-python: build/pandastackd missing (make)" >&2; exit 2; }
-  mkdir -p "$root/daemon"
-  "$repo/build/pandastackd" --listen 127.0.0.1:0 --data-dir "$root/daemon" \
-    >"$root/daemon.out" 2>"$root/daemon.log" </dev/null &
-  daemon_pid=$!
-  port=
-  for _ in $(seq 1 300); do
-    port=$(sed -n 's/.*event=http\.listening host=[^ ]* port=\([0-9]*\).*/\1/p' "$root/daemon.log" | head -1)
-    [ -n "$port" ] && [ -s "$root/daemon/admin.key" ] && break
-    kill -0 "$daemon_pid" 2>/dev/null || { echo "run-conformance-python: pandastackd exited:" >&2; tail -20 "$root/daemon.log" >&2; exit 2; }
-    sleep 0.2
-  done
-  [ -n "$port" ] || { echo "run-conformance-python: pandastackd did not listen" >&2; exit 2; }
-  export PANDASTACK_API_URL="http://127.0.0.1:$port"
-  export PANDASTACK_API_KEY=$(cat "$root/daemon/admin.key")
-  echo "run-conformance-python: pandastackd on $PANDASTACK_API_URL (pid $daemon_pid)"
+  daemon_start 127.0.0.1:0 "$root/daemon" "$root/daemon.log" || exit 2
+  echo "run-conformance-python: pandastackd on $PANDASTACK_API_URL (pid $DAEMON_PID)"
 fi
 : "${PANDASTACK_API_URL:?set PANDASTACK_API_URL (or pass --start-daemon)}"
 : "${PANDASTACK_API_KEY:?set PANDASTACK_API_KEY (or pass --start-daemon)}"
 
 # 4. Run each example in a fresh working directory.
-passed=0 failed=0
-files=()
-if [ ${#only[@]} -gt 0 ]; then files=("${only[@]}"); else
-  for f in "$root"/python/*.py; do files+=("$(basename "$f")"); done
-fi
-for name in "${files[@]}"; do
-  work=$(mktemp -d "$root/work.XXXXXX")
-  t0=$(date +%s%N)
-  if (cd "$work" && timeout "$per_example" "$python" "$root/python/$name") >"$work.log" 2>&1; then
-    rc=0; else rc=$?; fi
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  if [ $rc = 0 ]; then
-    passed=$((passed + 1)); echo "PASS $name (${ms} ms)"
-  else
-    failed=$((failed + 1)); echo "FAIL $name (exit $rc, ${ms} ms)"
-    sed 's/^/    | /' "$work.log" | tail -25
-  fi
-done
-echo "python: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+conformance_run "$root" python "$root/python" '*.py' "$python"
