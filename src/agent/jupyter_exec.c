@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/jupyter_json.h"
 #include "agent/jupyter_map.h"
+#include "common/utf8.h"
 
 int jupyter_exec_init(struct jupyter_exec *x, const char *msg_id, size_t out_cap)
 {
@@ -43,7 +43,7 @@ static int push(struct jupyter_exec *x, json_t *ev)
 static int push_text(struct jupyter_exec *x, const char *type, const char *s, size_t len)
 {
 	while (len > 0) {
-		size_t n = jupyter_utf8_cut(s, len, JUPYTER_STREAM_CHUNK);
+		size_t n = utf8_cut(s, len, JUPYTER_STREAM_CHUNK);
 		if (n == 0)
 			n = len < JUPYTER_STREAM_CHUNK ? len : JUPYTER_STREAM_CHUNK;
 		int r = push(x, json_pack("{s:s, s:s%}", "type", type, "text", s, n));
@@ -82,7 +82,7 @@ static int stream_valid(struct jupyter_exec *x, const char *type, const char *s,
 		x->out_bytes += len;
 		return push_text(x, type, s, len);
 	}
-	size_t n = jupyter_utf8_cut(s, len, room);
+	size_t n = utf8_cut(s, len, room);
 	x->out_bytes += n;
 	x->truncated = 1;
 	int r = push_text(x, type, s, n);
@@ -103,7 +103,7 @@ int jupyter_exec_stream(struct jupyter_exec *x, int is_stderr, const char *text,
 		len = room + 4;
 	char *t;
 	size_t tl;
-	int r = jupyter_utf8_repair(text, len, &t, &tl);
+	int r = utf8_sanitize(text, len, &t, &tl);
 	if (r < 0)
 		return r;
 	r = stream_valid(x, is_stderr ? "stderr" : "stdout", t, tl);

@@ -11,10 +11,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "agent/jupyter_json.h"
 #include "agent/jupyter_map.h"
 #include "agent/kernel_int.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 extern char **environ;
@@ -151,7 +151,7 @@ struct kernel_job *kernel__job_new(enum kernel_job_kind kind, const char *what,
 	struct kernel_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
-	if (jupyter_utf8_repair(code, len, &j->code, &j->code_len) < 0) {
+	if (utf8_sanitize(code, len, &j->code, &j->code_len) < 0) {
 		free(j);
 		return NULL;
 	}

@@ -6,7 +6,7 @@
  *
  * Lines are parsed with the same tolerant JSON loader and turned into the
  * same struct jupyter_msg as ipykernel's messages, so the loop and the
- * result mapping are shared.  A line longer than LINE_MAX is dropped.  The
+ * result mapping are shared.  A line longer than LINE_MAX_BYTES is dropped.  The
  * fd 1/2 bytes go to the running execution as stdout/stderr (a UTF-8
  * character split between two reads is kept until it is whole).
  *
@@ -22,13 +22,18 @@
 
 #include "agent/jupyter_json.h"
 #include "agent/kernel_int.h"
+#include "common/dynbuf.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #define LINE_MAX_BYTES JUPYTER_JSON_MAX
 #define READ_CHUNK 65536
 #define READS_PER_WAKE 64
 #define TAIL_MAX 1024
+/* Request bytes waiting for the kernel: a request's worst case (every byte
+ * of the code escaped as \u00XX) and then some. */
+#define WQ_MAX (6u * KERNEL_CODE_MAX + 64u * 1024u)
 /* After the channel closed, wait this long for the process to exit. */
 #define EOF_GRACE_MS 1000
 
@@ -38,11 +43,10 @@ static const char boot[] =
 struct fb {
 	int chan;                     /* our end of the socketpair */
 	int pipe[2];                  /* read ends of the kernel's fd 1, fd 2 */
-	char *line;                   /* partial line from chan */
-	size_t len, cap;
+	struct dynbuf line;           /* partial line from chan */
 	int discarding;               /* inside a line over LINE_MAX_BYTES */
-	char *wbuf;                   /* request bytes not yet sent */
-	size_t wlen, woff;
+	struct dynbuf wq;             /* request bytes, sent up to woff */
+	size_t woff;
 	char carry[2][4];             /* an unfinished UTF-8 character */
 	size_t carry_len[2];
 	char tail[TAIL_MAX];          /* last stderr bytes (start failures) */
@@ -59,8 +63,8 @@ static void fb_free(struct fb *f)
 	for (int i = 0; i < 2; i++)
 		if (f->pipe[i] >= 0)
 			close(f->pipe[i]);
-	free(f->line);
-	free(f->wbuf);
+	dynbuf_free(&f->line);
+	dynbuf_free(&f->wq);
 	free(f);
 }
 
@@ -70,6 +74,8 @@ static int fb_start(struct kernel_ctx *c)
 	if (!f)
 		return -ENOMEM;
 	f->chan = f->pipe[0] = f->pipe[1] = -1;
+	dynbuf_init(&f->line, LINE_MAX_BYTES + READ_CHUNK);
+	dynbuf_init(&f->wq, WQ_MAX);
 	int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, r = 0;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
@@ -125,7 +131,7 @@ static int fb_fill_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int max)
 	struct fb *f = c->bs;
 	if (max < 3)
 		return 0;
-	short ev = (short)(f->chan >= 0 ? ZMQ_POLLIN | (f->woff < f->wlen ? ZMQ_POLLOUT : 0) : 0);
+	short ev = (short)(f->chan >= 0 ? ZMQ_POLLIN | (f->woff < f->wq.len ? ZMQ_POLLOUT : 0) : 0);
 	it[0] = (zmq_pollitem_t){ .fd = f->chan, .events = ev };
 	it[1] = (zmq_pollitem_t){ .fd = f->pipe[0], .events = f->pipe[0] >= 0 ? ZMQ_POLLIN : 0 };
 	it[2] = (zmq_pollitem_t){ .fd = f->pipe[1], .events = f->pipe[1] >= 0 ? ZMQ_POLLIN : 0 };
@@ -145,19 +151,6 @@ static void keep_tail(struct fb *f, const char *s, size_t n)
 	}
 	memcpy(f->tail + f->tail_len, s, n);
 	f->tail_len += n;
-}
-
-/* Bytes at the end of s[0..n) that start a UTF-8 character not yet whole. */
-static size_t unfinished_utf8(const unsigned char *s, size_t n)
-{
-	for (size_t back = 1; back <= 3 && back <= n; back++) {
-		unsigned char b = s[n - back];
-		if ((b & 0xC0) == 0x80)
-			continue; /* a continuation byte: look further back */
-		size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-		return need > back ? back : 0;
-	}
-	return 0;
 }
 
 static void read_pipe(struct kernel_ctx *c, struct fb *f, int which)
@@ -182,7 +175,7 @@ static void read_pipe(struct kernel_ctx *c, struct fb *f, int which)
 		size_t total = have + (size_t)n;
 		if (which == 1)
 			keep_tail(f, buf + have, (size_t)n);
-		size_t carry = unfinished_utf8((unsigned char *)buf, total);
+		size_t carry = utf8_incomplete_tail(buf, total);
 		memcpy(f->carry[which], buf + total - carry, carry);
 		f->carry_len[which] = carry;
 		kernel__on_output(c, which, buf, total - carry);
@@ -209,15 +202,10 @@ static void on_line(struct kernel_ctx *c, const char *s, size_t n)
 static void read_chan(struct kernel_ctx *c, struct fb *f, int64_t now)
 {
 	for (int k = 0; k < READS_PER_WAKE && c->bs == f && f->chan >= 0; k++) {
-		if (f->cap - f->len < READ_CHUNK) {
-			size_t ncap = f->cap ? f->cap * 2 : 2 * READ_CHUNK;
-			char *nl = realloc(f->line, ncap);
-			if (!nl)
-				return;
-			f->line = nl;
-			f->cap = ncap;
-		}
-		ssize_t n = recv(f->chan, f->line + f->len, READ_CHUNK, MSG_DONTWAIT);
+		struct dynbuf *l = &f->line;
+		if (dynbuf_reserve(l, READ_CHUNK) < 0)
+			return; /* out of memory (the cap leaves room for a read) */
+		ssize_t n = recv(f->chan, l->p + l->len, READ_CHUNK, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -228,54 +216,47 @@ static void read_chan(struct kernel_ctx *c, struct fb *f, int64_t now)
 			}
 			return;
 		}
-		size_t start = f->len;
-		f->len += (size_t)n;
+		size_t start = l->len;
+		dynbuf_commit(l, (size_t)n);
 		size_t from = 0;
-		for (size_t i = start; i < f->len && c->bs == f; i++) {
-			if (f->line[i] != '\n')
+		for (size_t i = start; i < l->len && c->bs == f; i++) {
+			if (l->p[i] != '\n')
 				continue;
 			if (!f->discarding)
-				on_line(c, f->line + from, i - from);
+				on_line(c, l->p + from, i - from);
 			f->discarding = 0;
 			from = i + 1;
 		}
 		if (c->bs != f)
 			return;
-		memmove(f->line, f->line + from, f->len - from);
-		f->len -= from;
-		if (f->len > LINE_MAX_BYTES) {
-			log_kv(LOG_WARN, "kernel.line_dropped", "bytes=%zu", f->len);
+		dynbuf_consume(l, from);
+		if (l->len > LINE_MAX_BYTES) {
+			log_kv(LOG_WARN, "kernel.line_dropped", "bytes=%zu", l->len);
 			f->discarding = 1;
-			f->len = 0;
+			dynbuf_reset(l);
 		}
-		if (f->cap > 4 * READ_CHUNK && f->len < READ_CHUNK) {
-			char *nl = realloc(f->line, 2 * READ_CHUNK);
-			if (nl) {
-				f->line = nl;
-				f->cap = 2 * READ_CHUNK;
-			}
-		}
+		if (l->len == 0 && l->alloc > 4 * READ_CHUNK)
+			dynbuf_free(l); /* a long line passed: give its memory back */
 	}
 }
 
 static void write_chan(struct fb *f)
 {
-	while (f->chan >= 0 && f->woff < f->wlen) {
-		ssize_t n = send(f->chan, f->wbuf + f->woff, f->wlen - f->woff,
+	while (f->chan >= 0 && f->woff < f->wq.len) {
+		ssize_t n = send(f->chan, f->wq.p + f->woff, f->wq.len - f->woff,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				f->woff = f->wlen; /* gone: the exit is reported by pidfd */
+				f->woff = f->wq.len; /* gone: the exit is reported by pidfd */
 			break;
 		}
 		f->woff += (size_t)n;
 	}
-	if (f->woff >= f->wlen) {
-		free(f->wbuf);
-		f->wbuf = NULL;
-		f->wlen = f->woff = 0;
+	if (f->woff >= f->wq.len) {
+		dynbuf_free(&f->wq);
+		f->woff = 0;
 	}
 }
 
@@ -312,17 +293,16 @@ static int fb_execute(struct kernel_ctx *c, const char *code, int silent,
 	json_decref(req);
 	if (!text)
 		return -ENOMEM;
+	/* room first, so a request is queued whole or not at all */
 	size_t tl = strlen(text);
-	char *nb = realloc(f->wbuf, f->wlen + tl + 1);
-	if (!nb) {
-		free(text);
-		return -ENOMEM;
+	r = dynbuf_reserve(&f->wq, tl + 1);
+	if (r == 0) {
+		dynbuf_add(&f->wq, text, tl);
+		dynbuf_add(&f->wq, "\n", 1);
 	}
-	memcpy(nb + f->wlen, text, tl);
-	nb[f->wlen + tl] = '\n';
-	f->wbuf = nb;
-	f->wlen += tl + 1;
 	free(text);
+	if (r < 0)
+		return r == -EFBIG ? -ENOBUFS : r;
 	write_chan(f);
 	return 0;
 }

@@ -37,6 +37,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/stream.h"
+#include "common/dynbuf.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -80,8 +81,7 @@ struct exec_op {
 	int child_errno;        /* why the child could not run the shell */
 	int in_fd;              /* stdin write end, -1 when closed or unused */
 	struct loop_watch inw;
-	uint8_t *inbuf;         /* input held while the pipe is full */
-	size_t inlen, incap;
+	struct dynbuf in;       /* input held while the pipe is full */
 	int in_eof, want_stdin;
 	struct loop_timer timeout, drain;
 	struct exec_cgroup cg;
@@ -327,16 +327,16 @@ static void on_errpipe(struct loop_watch *w, uint32_t ev)
 static void stdin_close(struct exec_op *x)
 {
 	close_fd_watch(x, &x->in_fd, &x->inw);
-	if (x->inlen)
-		stream_consumed(x->s, (uint32_t)x->inlen);
-	x->inlen = 0;
+	if (x->in.len)
+		stream_consumed(x->s, (uint32_t)x->in.len);
+	dynbuf_reset(&x->in);
 }
 
 /* Write held input; returns after EAGAIN, empty buffer or a closed pipe. */
 static void stdin_flush(struct exec_op *x)
 {
-	while (x->in_fd >= 0 && x->inlen > 0) {
-		ssize_t n = write(x->in_fd, x->inbuf, x->inlen);
+	while (x->in_fd >= 0 && x->in.len > 0) {
+		ssize_t n = write(x->in_fd, x->in.p, x->in.len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -345,17 +345,16 @@ static void stdin_flush(struct exec_op *x)
 			stdin_close(x);
 			return;
 		}
-		memmove(x->inbuf, x->inbuf + n, x->inlen - (size_t)n);
-		x->inlen -= (size_t)n;
+		dynbuf_consume(&x->in, (size_t)n);
 		stream_consumed(x->s, (uint32_t)n);
 	}
 	if (x->in_fd < 0)
 		return;
-	if (x->inlen == 0 && x->in_eof) {
+	if (x->in.len == 0 && x->in_eof) {
 		close_fd_watch(x, &x->in_fd, &x->inw);
 		return;
 	}
-	loop_watch_set(x->s->env->loop, &x->inw, x->inlen ? EPOLLOUT : 0);
+	loop_watch_set(x->s->env->loop, &x->inw, x->in.len ? EPOLLOUT : 0);
 }
 
 static void on_stdin(struct loop_watch *w, uint32_t ev)
@@ -375,19 +374,11 @@ static int exec_input(struct astream *s, const uint8_t *p, uint32_t len)
 		stream_consumed(s, len); /* nobody reads it: drop */
 		return 0;
 	}
-	/* the credit bounds what the host may send, hence inlen */
-	if (x->inlen + len > x->incap) {
-		size_t n = x->incap ? x->incap : 64 * 1024;
-		while (n < x->inlen + len)
-			n *= 2;
-		uint8_t *b = realloc(x->inbuf, n);
-		if (!b)
-			return -ENOMEM;
-		x->inbuf = b;
-		x->incap = n;
-	}
-	memcpy(x->inbuf + x->inlen, p, len);
-	x->inlen += len;
+	/* the credit bounds what the host may send, hence the cap: more is a
+	 * broken host, and the error ends the stream */
+	int r = dynbuf_add(&x->in, p, len);
+	if (r < 0)
+		return r;
 	stdin_flush(x);
 	return 0;
 }
@@ -433,7 +424,7 @@ static void exec_destroy(struct astream *s)
 	loop_timer_cancel(l, &x->drain);
 	if (x->has_cg)
 		cgroup_exec_release(&x->cg);
-	free(x->inbuf);
+	dynbuf_free(&x->in);
 	free(x);
 	s->op = NULL;
 }
@@ -559,6 +550,7 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	x->cap = req->output_cap;
 	x->want_stdin = req->want_stdin;
 	x->errfd = x->in_fd = -1;
+	dynbuf_init(&x->in, PROTO_MAX_WINDOW);
 	x->cg.procs_fd = -1;
 	loop_watch_init(&x->errw, on_errpipe, x);
 	loop_watch_init(&x->inw, on_stdin, x);

@@ -293,51 +293,6 @@ static int size_unreliable(int fd, const struct stat *st)
 	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
 }
 
-/* Read fd (nonblocking) to its end into *out (malloc'd, *len bytes).
- * Returns 0, -EFBIG beyond FR_SLURP_CAP, -EAGAIN for a file that would
- * block (/proc/kmsg), -ENOMEM or the read's -errno. */
-static int fr_slurp(int fd, uint8_t **out, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	uint8_t *b = malloc(cap);
-	if (!b)
-		return -ENOMEM;
-	for (;;) {
-		if (n == cap) {
-			if (cap > FR_SLURP_CAP) {
-				free(b);
-				return -EFBIG;
-			}
-			size_t nc = cap * 2 > FR_SLURP_CAP + 1 ? FR_SLURP_CAP + 1 : cap * 2;
-			uint8_t *nb = realloc(b, nc);
-			if (!nb) {
-				free(b);
-				return -ENOMEM;
-			}
-			b = nb;
-			cap = nc;
-		}
-		ssize_t r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno == EWOULDBLOCK ? EAGAIN : errno;
-			free(b);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n > FR_SLURP_CAP) {
-		free(b);
-		return -EFBIG;
-	}
-	*out = b;
-	*len = n;
-	return 0;
-}
-
 int op_file_read_start(struct astream *s, struct agent_req *req)
 {
 	int fd = open(req->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -365,7 +320,9 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	if (size_unreliable(fd, &st)) {
-		int r = fr_slurp(fd, &f->buf, &f->len);
+		char *data = NULL;
+		int r = util_read_fd(fd, FR_SLURP_CAP, &data, &f->len);
+		f->buf = (uint8_t *)data;
 		close(fd);
 		fd = -1;
 		if (r < 0) {

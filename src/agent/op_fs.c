@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/stream.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #define LIST_MAX 10000u
@@ -42,8 +43,8 @@ static json_t *stat_json(const char *name, const char *path, const struct stat *
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "name", json_string_lossy(name, strlen(name)));
-	json_object_set_new(o, "path", json_string_lossy(path, strlen(path)));
+	json_object_set_new(o, "name", utf8_json_lossy(name, strlen(name)));
+	json_object_set_new(o, "path", utf8_json_lossy(path, strlen(path)));
 	json_object_set_new(o, "type", json_string(type_name(st->st_mode)));
 	json_object_set_new(o, "size", json_integer((json_int_t)st->st_size));
 	json_object_set_new(o, "mode", json_integer(st->st_mode & 07777));

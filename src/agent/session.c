@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #define AGENT_VERSION "0.1.0"
@@ -121,7 +122,7 @@ static struct frame_item *error_frame(uint32_t id, int err, const char *msg)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "code", json_string(agent_errname(err)));
-	json_object_set_new(o, "message", json_string_lossy(msg, strlen(msg)));
+	json_object_set_new(o, "message", utf8_json_lossy(msg, strlen(msg)));
 	char *txt = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!txt)
@@ -173,9 +174,9 @@ static json_t *agent_info(struct session *S)
 	json_object_set_new(o, "uptime_ms", json_integer(util_now_ms() - S->env->boot_ms));
 	json_object_set_new(o, "max_streams", json_integer(PROTO_MAX_STREAMS));
 	if (uname(&u) == 0) {
-		json_object_set_new(o, "kernel", json_string_lossy(u.release, strlen(u.release)));
+		json_object_set_new(o, "kernel", utf8_json_lossy(u.release, strlen(u.release)));
 		json_object_set_new(o, "hostname",
-				    json_string_lossy(u.nodename, strlen(u.nodename)));
+				    utf8_json_lossy(u.nodename, strlen(u.nodename)));
 	}
 	json_t *ops = json_array();
 	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_LAST; op++)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent/session.h"
+#include "common/utf8.h"
 
 uint32_t stream_room(struct astream *s)
 {
@@ -135,7 +136,7 @@ void stream_end_err(struct astream *s, int err, const char *fmt, ...)
 	json_t *o = json_object();
 	if (e && o) {
 		json_object_set_new(e, "code", json_string(agent_errname(err)));
-		json_object_set_new(e, "message", json_string_lossy(msg, strlen(msg)));
+		json_object_set_new(e, "message", utf8_json_lossy(msg, strlen(msg)));
 		json_object_set_new(o, "error", e);
 		e = NULL;
 	}
@@ -159,72 +160,4 @@ void stream_kick(struct astream *s)
 {
 	s->kick = 1;
 	s->sess->busy = 1;
-}
-
-/* Length of the well-formed UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t len;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-json_t *json_string_lossy(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < n) {
-		size_t l = utf8_seq(p + i, n - i);
-		if (!l || (l == 1 && p[i] == 0))
-			break;
-		i += l;
-	}
-	if (i == n)
-		return json_stringn(s, n);
-	/* at most 3 output bytes (U+FFFD) per input byte */
-	char *out = malloc(3 * n + 1);
-	if (!out)
-		return NULL;
-	size_t o = 0;
-	for (i = 0; i < n;) {
-		size_t l = utf8_seq(p + i, n - i);
-		if (!l || (l == 1 && p[i] == 0)) {
-			out[o++] = (char)0xef;
-			out[o++] = (char)0xbf;
-			out[o++] = (char)0xbd;
-			i++;
-			continue;
-		}
-		memcpy(out + o, p + i, l);
-		o += l;
-		i += l;
-	}
-	json_t *j = json_stringn(out, o);
-	free(out);
-	return j;
 }

@@ -116,13 +116,6 @@ void stream_kick(struct astream *s);
 const char *agent_errname(int err);
 
 /*
- * json_string_lossy - a JSON string of n bytes of s, with invalid UTF-8
- * replaced by U+FFFD (file names and messages are arbitrary bytes).
- * Returns a new reference or NULL on -ENOMEM.
- */
-json_t *json_string_lossy(const char *s, size_t n);
-
-/*
  * agent_env_build - the environment of what the agent starts for the user
  * (exec commands, code-context kernels): the base (PATH, HOME=/root,
  * LANG=C.UTF-8) with req->env added, same names replaced.  Returns a

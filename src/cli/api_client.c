@@ -34,42 +34,12 @@ static void set_err(struct api_error *err, long status, const char *code, const 
 
 /* ---- answer buffers ------------------------------------------------------- */
 
-int api__buf_append(struct api_buf *b, const char *data, size_t n)
-{
-	if (n > b->max || b->len > b->max - n) {
-		b->overflow = 1;
-		return -EFBIG;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t ncap = b->cap ? b->cap : 4096;
-		while (ncap < b->len + n + 1)
-			ncap *= 2;
-		char *p = realloc(b->p, ncap);
-		if (!p) {
-			b->nomem = 1;
-			return -ENOMEM;
-		}
-		b->p = p;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
 size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	size_t n = size * nmemb;
-	if (api__buf_append(userdata, data, n))
+	if (dynbuf_add(userdata, data, n) < 0)
 		return 0; /* stops the transfer: CURLE_WRITE_ERROR */
 	return n;
-}
-
-void api__buf_free(struct api_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
 }
 
 /* ---- client --------------------------------------------------------------- */
@@ -302,13 +272,13 @@ int api__http_error(long status, const char *body, size_t len, struct api_error 
 	return -EREMOTEIO;
 }
 
-int api__take_json(long status, struct api_buf *b, struct api_response *resp,
+int api__take_json(long status, struct dynbuf *b, struct api_response *resp,
 		   struct api_error *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	resp->status = status;
 	if (b->len == 0) {
-		api__buf_free(b);
+		dynbuf_free(b);
 		return 0;
 	}
 	json_error_t jerr;
@@ -317,14 +287,11 @@ int api__take_json(long status, struct api_buf *b, struct api_response *resp,
 		set_err(err, status, "bad_response",
 			"the server's answer (HTTP %ld) is not JSON: %s at byte %d", status,
 			jerr.text, jerr.position);
-		api__buf_free(b);
+		dynbuf_free(b);
 		return -EBADMSG;
 	}
 	resp->json = j;
-	resp->raw = b->p; /* NUL-terminated by api__buf_append */
-	resp->raw_len = b->len;
-	b->p = NULL;
-	b->len = b->cap = 0;
+	resp->raw = dynbuf_take(b, &resp->raw_len); /* not empty: never NULL */
 	return 0;
 }
 
@@ -359,7 +326,8 @@ int api_call(struct api_client *c, const char *method, const char *path, const j
 			"cannot build the request: %s", strerror(-rc));
 		return rc;
 	}
-	struct api_buf b = {.max = API_RESPONSE_MAX};
+	struct dynbuf b;
+	dynbuf_init(&b, API_RESPONSE_MAX);
 	CURL *h = c->curl;
 	if (payload || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
@@ -373,11 +341,11 @@ int api_call(struct api_client *c, const char *method, const char *path, const j
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	api__log(c, method, path, status, cc);
 	if (cc != CURLE_OK) {
-		if (b.overflow) {
+		if (b.truncated) {
 			set_err(err, status, "response_too_large",
 				"the server's answer is larger than %u bytes", API_RESPONSE_MAX);
 			rc = -EFBIG;
-		} else if (b.nomem) {
+		} else if (cc == CURLE_WRITE_ERROR) { /* api__buf_write: out of memory */
 			set_err(err, status, "out_of_memory", "out of memory");
 			rc = -ENOMEM;
 		} else {
@@ -389,7 +357,7 @@ int api_call(struct api_client *c, const char *method, const char *path, const j
 		rc = api__take_json(status, &b, resp, err);
 	}
 	free(payload);
-	api__buf_free(&b);
+	dynbuf_free(&b);
 	return rc;
 }
 

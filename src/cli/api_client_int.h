@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 
 #include "cli/api_client.h"
+#include "common/dynbuf.h"
 
 struct api_client {
 	CURL *curl;
@@ -28,26 +29,12 @@ struct api_client {
 enum api_body_kind { API_BODY_NONE = 0, API_BODY_JSON = 1, API_BODY_BYTES = 2 };
 
 /*
- * A growable answer buffer capped at max bytes; over the cap the write
- * callback stops the transfer and sets overflow.
+ * api__buf_write - a CURLOPT_WRITEFUNCTION appending to a struct dynbuf
+ * (userdata) whose cap is the largest answer taken.  Past the cap, or out of
+ * memory, it stops the transfer (CURLE_WRITE_ERROR); the buffer's truncated
+ * flag tells the two apart.
  */
-struct api_buf {
-	char *p;
-	size_t len;
-	size_t cap;
-	size_t max;
-	int overflow;
-	int nomem;
-};
-
-/* api__buf_write - a CURLOPT_WRITEFUNCTION appending to a struct api_buf. */
 size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata);
-
-/* api__buf_append - append n bytes; 0, -EFBIG (over max), -ENOMEM. */
-int api__buf_append(struct api_buf *b, const char *data, size_t n);
-
-/* api__buf_free - free b's memory and zero it. */
-void api__buf_free(struct api_buf *b);
 
 /*
  * api__prepare - reset c's handle and set it up for method on path with
@@ -78,7 +65,7 @@ void api__log(struct api_client *c, const char *method, const char *path, long s
  * empty).  An empty body gives json NULL.  Returns 0, -EBADMSG (not JSON)
  * with err filled, -ENOMEM.
  */
-int api__take_json(long status, struct api_buf *b, struct api_response *resp,
+int api__take_json(long status, struct dynbuf *b, struct api_response *resp,
 		   struct api_error *err);
 
 #endif

@@ -97,7 +97,8 @@ int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api
 	}
 	CURL *h = c->curl;
 	struct up_state st = {.fd = fd, .left = size};
-	struct api_buf b = {.max = API_RESPONSE_MAX};
+	struct dynbuf b;
+	dynbuf_init(&b, API_RESPONSE_MAX);
 	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 1, .size = size};
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
@@ -122,7 +123,7 @@ int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api
 			local_err(err, "local_read_failed", EIO,
 				  "the local file shrank while it was sent");
 			rc = -EIO;
-		} else if (b.overflow) {
+		} else if (b.truncated) {
 			local_err(err, "response_too_large", EFBIG, "the server's answer");
 			rc = -EFBIG;
 		} else if (status >= 300 && b.len) {
@@ -136,7 +137,7 @@ int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api
 	} else {
 		rc = api__take_json(status, &b, resp, err);
 	}
-	api__buf_free(&b);
+	dynbuf_free(&b);
 	return rc;
 }
 
@@ -147,7 +148,8 @@ struct down_state {
 	int fd;
 	int decided;        /* the status was looked at */
 	int is_error;       /* the answer is an error: keep it in errbody */
-	struct api_buf errbody;
+	struct dynbuf errbody; /* capped at API_ERROR_BODY_MAX */
+	int errbody_nomem;
 	int64_t written;
 	int werr;           /* -errno of a failed write */
 };
@@ -165,9 +167,10 @@ static size_t down_write(char *data, size_t size, size_t nmemb, void *ud)
 	}
 	if (s->is_error) {
 		/* Keep the start of an error answer; drop the rest. */
-		size_t room = s->errbody.max - s->errbody.len;
-		if (room && api__buf_append(&s->errbody, data, n < room ? n : room) == -ENOMEM)
+		if (dynbuf_add(&s->errbody, data, n) == -ENOMEM) {
+			s->errbody_nomem = 1;
 			return 0;
+		}
 		return n;
 	}
 	int r = util_write_all(s->fd, data, n);
@@ -190,7 +193,8 @@ int api_download(struct api_client *c, const char *path, int fd, api_progress_fn
 		return rc;
 	}
 	CURL *h = c->curl;
-	struct down_state st = {.h = h, .fd = fd, .errbody = {.max = API_ERROR_BODY_MAX}};
+	struct down_state st = {.h = h, .fd = fd};
+	dynbuf_init(&st.errbody, API_ERROR_BODY_MAX);
 	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 0, .size = -1};
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, down_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
@@ -206,7 +210,7 @@ int api_download(struct api_client *c, const char *path, int fd, api_progress_fn
 		} else if (st.werr) {
 			local_err(err, "local_write_failed", -st.werr, "cannot write the local file");
 			rc = st.werr;
-		} else if (st.errbody.nomem) {
+		} else if (st.errbody_nomem) {
 			local_err(err, "out_of_memory", ENOMEM, "reading the error answer");
 			rc = -ENOMEM;
 		} else {
@@ -216,6 +220,6 @@ int api_download(struct api_client *c, const char *path, int fd, api_progress_fn
 		rc = api__http_error(status, st.errbody.p, st.errbody.len, err);
 	}
 	*written = st.written;
-	api__buf_free(&st.errbody);
+	dynbuf_free(&st.errbody);
 	return rc;
 }

@@ -11,29 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-/* Bytes of the UTF-8 sequence starting at s (n bytes left), or 0 if it is
- * not a valid one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t l;
-	if (s[0] < 0x80)
-		return 1;
-	else if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		l = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		l = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		l = 4;
-	else
-		return 0;
-	if (l > n)
-		return 0;
-	for (size_t i = 1; i < l; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	return l;
-}
+#include "common/utf8.h"
 
 char *out_sanitize(const char *s, size_t len, char *out, size_t cap)
 {
@@ -42,7 +20,8 @@ char *out_sanitize(const char *s, size_t len, char *out, size_t cap)
 	if (cap == 0)
 		return out;
 	for (size_t i = 0; s && i < len;) {
-		size_t l = utf8_len(u + i, len - i);
+		int n = utf8_seq_len(u + i, len - i);
+		size_t l = n > 0 ? (size_t)n : 0; /* 0: invalid or cut, one '?' per byte */
 		int bad = l == 0 || (l == 1 && (u[i] < 0x20 || u[i] == 0x7f)) ||
 			  (l == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0);
 		size_t w = bad ? 1 : l;
@@ -174,9 +153,32 @@ static size_t text_width(const char *s)
 	return w;
 }
 
-int out_table(const json_t *rows, const struct out_col *cols, size_t ncols)
+/* One table row's cells: widen width[] to fit them, or print them padded
+ * to width[] (nothing after the last).  Rows that are not objects are
+ * skipped. */
+static void table_row(const json_t *row, const struct out_col *cols, size_t ncols,
+		      size_t *width, int print)
 {
 	char cell[OUT_CELL_MAX];
+	if (!json_is_object(row))
+		return;
+	for (size_t c = 0; c < ncols; c++) {
+		out_value(cols[c].field, json_object_get(row, cols[c].field), cell, sizeof(cell));
+		size_t w = text_width(cell);
+		if (!print) {
+			if (w > width[c])
+				width[c] = w;
+			continue;
+		}
+		int pad = c + 1 < ncols ? (int)(width[c] - w) + 2 : 0;
+		printf("%s%*s", cell, pad, "");
+	}
+	if (print)
+		putchar('\n');
+}
+
+int out_table(const json_t *rows, const struct out_col *cols, size_t ncols)
+{
 	size_t *width = calloc(ncols ? ncols : 1, sizeof(*width));
 	if (!width)
 		return -ENOMEM;
@@ -184,33 +186,15 @@ int out_table(const json_t *rows, const struct out_col *cols, size_t ncols)
 		width[c] = text_width(cols[c].header);
 	size_t i;
 	const json_t *row;
-	json_array_foreach(rows, i, row) {
-		if (!json_is_object(row))
-			continue;
-		for (size_t c = 0; c < ncols; c++) {
-			out_value(cols[c].field, json_object_get(row, cols[c].field), cell,
-				  sizeof(cell));
-			size_t w = text_width(cell);
-			if (w > width[c])
-				width[c] = w;
-		}
-	}
+	json_array_foreach(rows, i, row)
+		table_row(row, cols, ncols, width, 0);
 	for (size_t c = 0; c < ncols; c++) {
 		int pad = c + 1 < ncols ? (int)(width[c] - text_width(cols[c].header)) + 2 : 0;
 		printf("%s%*s", cols[c].header, pad, "");
 	}
 	putchar('\n');
-	json_array_foreach(rows, i, row) {
-		if (!json_is_object(row))
-			continue;
-		for (size_t c = 0; c < ncols; c++) {
-			out_value(cols[c].field, json_object_get(row, cols[c].field), cell,
-				  sizeof(cell));
-			int pad = c + 1 < ncols ? (int)(width[c] - text_width(cell)) + 2 : 0;
-			printf("%s%*s", cell, pad, "");
-		}
-		putchar('\n');
-	}
+	json_array_foreach(rows, i, row)
+		table_row(row, cols, ncols, width, 1);
 	free(width);
 	return fflush(stdout) == 0 ? 0 : -EIO;
 }

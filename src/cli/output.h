@@ -27,8 +27,9 @@ struct out_col {
 
 /*
  * out_sanitize - len bytes of s with control characters (C0, DEL, and C1
- * as UTF-8) replaced by '?' into out (cap bytes with the NUL, cut to fit,
- * never in the middle of a UTF-8 sequence).  Returns out.  Pure.
+ * as UTF-8) replaced by '?', and every byte of invalid UTF-8 (common/utf8.h)
+ * by '?', into out (cap bytes with the NUL, cut to fit, never in the middle
+ * of a UTF-8 sequence).  Returns out.  Pure.
  */
 char *out_sanitize(const char *s, size_t len, char *out, size_t cap);
 

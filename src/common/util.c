@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/dynbuf.h"
+
 int64_t util_now_ms(void)
 {
 	struct timespec ts;
@@ -64,7 +66,7 @@ char *util_hex(const void *buf, size_t n, char *out)
 	return out;
 }
 
-static int hexval(char c)
+int util_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -81,7 +83,8 @@ int util_unhex(const char *s, void *out, size_t n)
 	if (!s || strlen(s) != 2 * n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = util_hexval((unsigned char)s[2 * i]);
+		int lo = util_hexval((unsigned char)s[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		o[i] = (uint8_t)(hi << 4 | lo);
@@ -146,57 +149,47 @@ int util_rm_rf(const char *path)
 	return rm_at(AT_FDCWD, path);
 }
 
+int util_read_fd(int fd, size_t cap, char **out, size_t *len)
+{
+	struct dynbuf b;
+	/* one byte past the cap tells "larger" from "exactly cap" */
+	dynbuf_init(&b, cap < SIZE_MAX ? cap + 1 : cap);
+	for (;;) {
+		size_t room = b.cap - b.len;
+		size_t want = room < 65536 ? room : 65536;
+		if (want == 0) {
+			dynbuf_free(&b);
+			return -EFBIG;
+		}
+		int r = dynbuf_reserve(&b, want);
+		if (r < 0) {
+			dynbuf_free(&b);
+			return r;
+		}
+		ssize_t n = read(fd, b.p + b.len, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = -errno;
+			dynbuf_free(&b);
+			return e;
+		}
+		if (n == 0)
+			break;
+		dynbuf_commit(&b, (size_t)n);
+	}
+	*out = dynbuf_take(&b, len);
+	return *out ? 0 : -ENOMEM;
+}
+
 int util_read_file(const char *path, size_t cap, char **out, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t size = 0, alloc = 4096;
-	char *buf = malloc(alloc);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (size + 1 >= alloc) {
-			if (alloc > cap + 1) {
-				free(buf);
-				close(fd);
-				return -EFBIG;
-			}
-			char *nb = realloc(buf, alloc * 2);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-			alloc *= 2;
-		}
-		ssize_t r = read(fd, buf + size, alloc - size - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = -errno;
-			free(buf);
-			close(fd);
-			return e;
-		}
-		if (r == 0)
-			break;
-		size += (size_t)r;
-		if (size > cap) {
-			free(buf);
-			close(fd);
-			return -EFBIG;
-		}
-	}
+	int r = util_read_fd(fd, cap, out, len);
 	close(fd);
-	buf[size] = '\0';
-	*out = buf;
-	if (len)
-		*len = size;
-	return 0;
+	return r;
 }
 
 int util_write_all(int fd, const void *buf, size_t n)

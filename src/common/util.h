@@ -24,6 +24,9 @@ int util_random(void *buf, size_t n);
 /* util_hex - lowercase hex of n bytes into out (2n+1 bytes).  Returns out. */
 char *util_hex(const void *buf, size_t n, char *out);
 
+/* util_hexval - the value 0..15 of hex digit c (either case), or -1. */
+int util_hexval(int c);
+
 /* util_unhex - parse exactly 2n hex digits from s into out (n bytes).
  * 0 or -EINVAL. */
 int util_unhex(const char *s, void *out, size_t n);
@@ -37,10 +40,16 @@ int util_rm_rf(const char *path);
 
 /*
  * util_read_file - read a whole file of at most cap bytes into a new
- * NUL-terminated buffer (*out, owned by the caller; *len without the NUL).
- * -EFBIG if larger than cap.
+ * NUL-terminated buffer (*out, owned by the caller; *len, if not NULL,
+ * without the NUL).  -EFBIG if larger than cap, else as open(2)/read(2).
  */
 int util_read_file(const char *path, size_t cap, char **out, size_t *len);
+
+/*
+ * util_read_fd - the same for what is left to read on fd (not closed).  On a
+ * nonblocking fd that has no data yet it returns -EAGAIN.
+ */
+int util_read_fd(int fd, size_t cap, char **out, size_t *len);
 
 /* util_write_file - write len bytes to path atomically (temp + fsync +
  * rename) with mode. */

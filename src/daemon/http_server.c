@@ -216,28 +216,15 @@ static void on_body(struct http_req *r, const char *data, size_t n)
 	}
 	if (r->body_over)
 		return;
-	if (r->body_len + n > r->route->body_cap) {
-		r->body_over = 1;
-		free(r->body);
-		r->body = NULL;
-		r->body_len = r->body_alloc = 0;
-		return;
+	if (!r->body_buf.p)
+		dynbuf_init(&r->body_buf, r->route->body_cap);
+	int e = dynbuf_add(&r->body_buf, data, n);
+	if (e == -EFBIG) {
+		r->body_over = 1; /* the rest is read and dropped; 413 at the end */
+		dynbuf_free(&r->body_buf);
+	} else if (e < 0) {
+		r->abort = 1;
 	}
-	if (r->body_len + n + 1 > r->body_alloc) {
-		size_t na = r->body_alloc ? r->body_alloc : 1024;
-		while (na < r->body_len + n + 1)
-			na *= 2;
-		char *nb = realloc(r->body, na);
-		if (!nb) {
-			r->abort = 1;
-			return;
-		}
-		r->body = nb;
-		r->body_alloc = na;
-	}
-	memcpy(r->body + r->body_len, data, n);
-	r->body_len += n;
-	r->body[r->body_len] = '\0';
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -276,8 +263,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			http_reply_error(r, API_ERR_BODY_TOO_LARGE,
 					 "the body is larger than %llu bytes",
 					 (unsigned long long)body_cap(r));
-		else
+		else {
+			r->body = r->body_buf.p;
+			r->body_len = r->body_buf.len;
 			r->route->handle(r);
+		}
 		if (!r->status && !r->abort) {
 			log_kv(LOG_ERROR, "http.no_reply", "route=%s", r->route->pattern);
 			http_reply_error(r, API_ERR_INTERNAL, "the handler gave no answer");
@@ -310,7 +300,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	       log_quote(sbx, q, sizeof(q)), (unsigned long long)r->body_seen, term);
 	if (r->state_free)
 		r->state_free(r->state);
-	free(r->body);
+	dynbuf_free(&r->body_buf);
 	free(r);
 	*con_cls = NULL;
 }

@@ -25,6 +25,7 @@
 
 #include <microhttpd.h>
 
+#include "common/dynbuf.h"
 #include "daemon/api_errors.h"
 #include "daemon/auth.h"
 #include "daemon/route.h"
@@ -41,9 +42,10 @@ struct http_req {
 	char method[16];
 	char params[ROUTE_MAX_PARAMS][ROUTE_PARAM_MAX]; /* path {params} in order */
 	struct auth_ident who;
-	char *body;            /* buffered body, NUL-terminated (owned) */
+	char *body;            /* buffered body, NUL-terminated, NULL when empty;
+	                        * set when the handler runs (points into body_buf) */
 	size_t body_len;
-	size_t body_alloc;
+	struct dynbuf body_buf; /* the body being received, capped at body_cap */
 	uint64_t body_seen;    /* body bytes received, streamed or not */
 	int body_over;         /* the body passed the route's cap */
 	int64_t start_ms;      /* monotonic */

@@ -9,22 +9,23 @@
 
 #include "common/utf8.h"
 
-static int add(struct sse_buf *b, const char *d, size_t n)
+/* Add the n parts of one event (or comment) whole, or nothing. */
+static int add_parts(struct sse_buf *b, const char *const *part, int n)
 {
-	if (b->off == b->len)
-		b->off = b->len = 0;
-	if (b->len + n > b->alloc) {
-		size_t na = b->alloc ? b->alloc : 4096;
-		while (na < b->len + n)
-			na *= 2;
-		char *np = realloc(b->p, na);
-		if (!np)
-			return -ENOMEM;
-		b->p = np;
-		b->alloc = na;
+	if (b->off == b->b.len) {
+		dynbuf_reset(&b->b);
+		b->off = 0;
 	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
+	if (b->b.cap == 0)
+		dynbuf_init(&b->b, SSE_BUF_CAP); /* a zeroed struct: first use */
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += strlen(part[i]);
+	int e = dynbuf_reserve(&b->b, total);
+	if (e < 0)
+		return e == -EFBIG ? -E2BIG : e;
+	for (int i = 0; i < n; i++)
+		dynbuf_add_str(&b->b, part[i]); /* fits: reserved above */
 	return 0;
 }
 
@@ -34,15 +35,8 @@ int sse_event(struct sse_buf *b, const char *name, json_t *data)
 	json_decref(data);
 	if (!j)
 		return -ENOMEM;
-	int e = add(b, "event: ", 7);
-	if (!e)
-		e = add(b, name, strlen(name));
-	if (!e)
-		e = add(b, "\ndata: ", 7);
-	if (!e)
-		e = add(b, j, strlen(j));
-	if (!e)
-		e = add(b, "\n\n", 2);
+	const char *part[] = {"event: ", name, "\ndata: ", j, "\n\n"};
+	int e = add_parts(b, part, 5);
 	free(j);
 	return e;
 }
@@ -56,33 +50,33 @@ int sse_error(struct sse_buf *b, enum api_err e, const char *msg)
 
 int sse_comment(struct sse_buf *b, const char *text)
 {
-	int e = add(b, ": ", 2);
-	if (!e)
-		e = add(b, text, strlen(text));
-	if (!e)
-		e = add(b, "\n\n", 2);
-	return e;
+	const char *part[] = {": ", text, "\n\n"};
+	return add_parts(b, part, 3);
 }
 
 size_t sse_pending(const struct sse_buf *b)
 {
-	return b->len - b->off;
+	return b->b.len - b->off;
 }
 
 size_t sse_take(struct sse_buf *b, char *out, size_t max)
 {
-	size_t n = b->len - b->off;
+	size_t n = b->b.len - b->off;
 	if (n > max)
 		n = max;
-	memcpy(out, b->p + b->off, n);
+	if (n == 0)
+		return 0;
+	memcpy(out, b->b.p + b->off, n);
 	b->off += n;
-	if (b->off == b->len)
-		b->off = b->len = 0;
+	if (b->off == b->b.len) {
+		dynbuf_reset(&b->b);
+		b->off = 0;
+	}
 	return n;
 }
 
 void sse_free(struct sse_buf *b)
 {
-	free(b->p);
+	dynbuf_free(&b->b);
 	memset(b, 0, sizeof(*b));
 }

@@ -87,16 +87,6 @@ static void test_json_rejects_garbage(void **state)
 	assert_null(jupyter_json_load("\xff\xfe", 2));
 }
 
-static void test_utf8_cut(void **state)
-{
-	(void)state;
-	const char *s = "ab\xC3\xA9" "cd"; /* a b é c d: 6 bytes */
-	assert_int_equal(jupyter_utf8_cut(s, 6, 3), 2);
-	assert_int_equal(jupyter_utf8_cut(s, 6, 4), 4);
-	assert_int_equal(jupyter_utf8_cut(s, 6, 100), 6);
-	assert_int_equal(jupyter_utf8_cut(s, 6, 0), 0);
-}
-
 /* --- wire format ----------------------------------------------------------*/
 
 struct wire {
@@ -412,7 +402,6 @@ int main(void)
 		cmocka_unit_test(test_json_repairs_lone_surrogates_and_controls),
 		cmocka_unit_test(test_json_keeps_nul),
 		cmocka_unit_test(test_json_rejects_garbage),
-		cmocka_unit_test(test_utf8_cut),
 		cmocka_unit_test(test_encode_parse_roundtrip),
 		cmocka_unit_test(test_sign_known_vector),
 		cmocka_unit_test(test_parse_unsigned_and_malformed),
