@@ -13,6 +13,7 @@
 
 #include "agent/jupyter_map.h"
 #include "agent/kernel_int.h"
+#include "common/deadline.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "common/util.h"
@@ -21,7 +22,8 @@ extern char **environ;
 
 /* Registry of contexts whose thread runs, for reseed and wait_all. */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t reg_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t reg_cv; /* CLOCK_MONOTONIC: reg_cv_make */
+static pthread_once_t reg_cv_once = PTHREAD_ONCE_INIT;
 static struct kernel_ctx *reg_head;
 static int reg_stopping; /* destroyed contexts whose thread still runs */
 
@@ -227,6 +229,11 @@ void kernel__fail_job_locked(struct kernel_ctx *c, struct kernel_job *j, const c
 
 /* --- lifecycle ------------------------------------------------------------*/
 
+static void reg_cv_make(void)
+{
+	deadline_cond_init(&reg_cv);
+}
+
 static void reg_add(struct kernel_ctx *c)
 {
 	pthread_mutex_lock(&reg_mu);
@@ -247,6 +254,7 @@ void kernel__ctx_finish(struct kernel_ctx *c)
 	if (c->reg_next)
 		c->reg_next->reg_prev = c->reg_prev;
 	reg_stopping--;
+	pthread_once(&reg_cv_once, reg_cv_make);
 	pthread_cond_broadcast(&reg_cv);
 	pthread_mutex_unlock(&reg_mu);
 
@@ -503,23 +511,12 @@ void kernel_ctx_destroy(struct kernel_ctx *c)
 
 int kernel_wait_all(int64_t timeout_ms)
 {
-	int64_t end = util_now_ms() + timeout_ms;
+	pthread_once(&reg_cv_once, reg_cv_make);
+	int64_t end = deadline_after(timeout_ms < 0 ? 0 : timeout_ms);
 	int r = 0;
 	pthread_mutex_lock(&reg_mu);
-	while (reg_stopping > 0 && r == 0) {
-		int64_t left = end - util_now_ms();
-		if (left <= 0) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t step = left < 50 ? left : 50;
-		ts.tv_nsec += (long)(step % 1000) * 1000000L;
-		ts.tv_sec += (time_t)(step / 1000) + ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&reg_cv, &reg_mu, &ts);
-	}
+	while (reg_stopping > 0 && r == 0)
+		r = deadline_cond_wait(&reg_cv, &reg_mu, end);
 	pthread_mutex_unlock(&reg_mu);
 	return r;
 }

@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/kernel_int.h"
+#include "common/deadline.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -53,7 +53,7 @@
 enum spare_state { SPARE_STARTING, SPARE_READY, SPARE_FAILED, SPARE_DEAD };
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_cv;          /* CLOCK_MONOTONIC; cv_init */
+static pthread_cond_t pool_cv;          /* CLOCK_MONOTONIC; cv_make */
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
 /* [pool_mu] */
 static struct kernel_ctx *spares[KERNEL_POOL_MAX];
@@ -100,11 +100,7 @@ static void signal_efd(void)
 
 static void cv_make(void)
 {
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&pool_cv, &a);
-	pthread_condattr_destroy(&a);
+	deadline_cond_init(&pool_cv);
 }
 
 /* pool_mu held. */
@@ -291,15 +287,7 @@ static int64_t cpu_idle_ms(int64_t now)
 static void wait_locked(int64_t ms)
 {
 	pthread_once(&cv_once, cv_make);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&pool_cv, &pool_mu, &ts);
+	deadline_cond_wait(&pool_cv, &pool_mu, deadline_after(ms));
 }
 
 /*

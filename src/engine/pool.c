@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/deadline.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "engine/vm_int.h"
@@ -120,20 +120,10 @@ static void *refill(void *arg)
 				continue;
 			}
 			log_kv(LOG_WARN, "pool.launch_failed", "template=%s err=%d", p->t->name, r);
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += POOL_BACKOFF_MS / 1000;
-			pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+			deadline_cond_wait(&p->cv, &p->mu, deadline_after(POOL_BACKOFF_MS));
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 500 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		deadline_cond_wait(&p->cv, &p->mu, deadline_after(500));
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -157,8 +147,11 @@ int pool_new(const struct template *t, const char *pool_dir, unsigned size, stru
 		return r;
 	}
 	clean_stale(p->dir);
+	if ((r = deadline_cond_init(&p->cv)) < 0) {
+		free(p);
+		return r;
+	}
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
 	if (size > 0) {
 		if ((r = pthread_create(&p->thr, NULL, refill, p)) != 0) {
 			pthread_cond_destroy(&p->cv);
