@@ -1,8 +1,8 @@
 /*
  * kernel_int.h - private to kernel_*.c: the context structure shared by
- * the public API (kernel_ctx.c), the client thread (kernel_loop.c), the two
- * kernel backends (kernel_jupyter.c, kernel_fallback.c) and the warm pool
- * (kernel_pool.c).
+ * the public API (kernel_ctx.c, kernel_create.c), the client thread
+ * (kernel_loop.c), the two kernel backends (kernel_jupyter.c,
+ * kernel_fallback.c) and the warm pool (kernel_pool.c).
  *
  * Locking: fields marked [mu] are guarded by ctx->mu; [thread] fields
  * belong to the client thread alone; [const] are set before the thread

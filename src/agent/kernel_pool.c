@@ -5,7 +5,8 @@
  * size (the template's warm_kernels): one spare after another, at once,
  * so the bake can wait for READY and leave every spare in the snapshot
  * with pandas, numpy and pyplot imported (and the template's warm code
- * run).  kernel_ctx_create takes a ready spare (kernel__pool_take).
+ * run).  kernel_ctx_create (kernel_create.c) takes a ready spare
+ * (kernel__pool_take).
  *
  * Spares never compete with the user: each kernel process runs at
  * SCHED_IDLE (nice 19) with oom_score_adj 1000 until taken
