@@ -11,7 +11,8 @@
  *
  * An execution is complete when both execute_reply (shell) and
  * status idle (iopub) with our parent arrived; they travel on different
- * sockets, so either may come first (notes 1.4).  The first error message
+ * sockets, so either may come first (ipykernel sends the reply, then idle,
+ * but nothing orders the two sockets).  The first error message
  * is the error; an error reply without one, or an aborted reply, supplies
  * it otherwise.  update_display_data, clear_output and comm messages are
  * dropped, as E2B does.

@@ -1,6 +1,8 @@
 /*
- * jupyter_map.h - kernel output -> the product's result shapes
- * (docs: the code-context events; jupyter-protocol notes 1.7 and 1.9).
+ * jupyter_map.h - kernel output (Jupyter MIME bundles: mime type -> value,
+ * application/json an object, image/png and image/jpeg base64 without a
+ * data: prefix) -> the product's result shapes (docs: the code-context
+ * events), field for field the way E2B's Result maps them.
  *
  *   {"type": "result", "is_main_result": bool, "text", "html", "markdown",
  *    "svg", "png", "jpeg", "json", "latex", "javascript",

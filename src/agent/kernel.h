@@ -5,7 +5,8 @@
  * A context is a kernel process plus a client thread that owns it.  The
  * kernel is ipykernel spoken to over the Jupyter wire protocol (libzmq,
  * jupyter_*.h) or, on images without ipykernel, a small stdlib-only Python
- * program (kernel_fallback.h); both give the same events, so callers never
+ * program (kernel_fallback.c, its source in kernel_fallback_py.c); both give
+ * the same events, so callers never
  * care which they got.  KERNEL_AUTO tries ipykernel and falls back when it
  * cannot start (and remembers that for later contexts).
  *

@@ -4,11 +4,12 @@
  * and history off, wait until it answers (kernel_info with the nudge
  * loop), send execute requests, drain every channel, keep the heartbeat.
  *
- * Readiness (jupyter_client's wait_for_ready, notes 1.3): send
+ * Readiness, as jupyter_client's wait_for_ready does it: send
  * kernel_info_request, again every NUDGE_MS, and once a reply arrived,
  * again at most every NUDGE_FAST_MS until some iopub message was seen too:
- * with an old PUB iopub the first messages are lost until the subscription
- * lands (slow joiner), so the reply alone does not prove iopub works.
+ * with an old PUB iopub (ipykernel before 7.2) the first messages are lost
+ * until the subscription lands (slow joiner, jupyter_client#593), so the
+ * reply alone does not prove iopub works.
  *
  * Execute requests carry allow_stdin false (input() fails at once) and
  * stop_on_error false: runs are queued here, one at a time, so the kernel
