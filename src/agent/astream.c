@@ -1,9 +1,9 @@
 /*
- * stream.c - what operations call to talk on their stream: queue DATA
+ * astream.c - what operations call to talk on their stream: queue DATA
  * within the credit, EOF, EVENT and END, grant credit for input (see
- * stream.h).  Threads: the loop thread only.
+ * astream.h).  Threads: the loop thread only.
  */
-#include "agent/stream.h"
+#include "agent/astream.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,68 +11,68 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/session.h"
+#include "agent/link.h"
 #include "common/utf8.h"
 
-uint32_t stream_room(struct astream *s)
+uint32_t astream_room(struct astream *s)
 {
 	if (s->ended)
 		return 0;
-	struct proto_stream_state *st = proto_mux_find(&s->sess->mux, s->id);
-	if (!st || st->send_credit <= 0 || s->q.bytes >= STREAM_QUEUE_CAP)
+	struct proto_stream_state *st = proto_mux_find(&s->link->mux, s->id);
+	if (!st || st->send_credit <= 0 || s->q.bytes >= ASTREAM_QUEUE_CAP)
 		return 0;
-	int64_t room = (int64_t)(STREAM_QUEUE_CAP - s->q.bytes);
+	int64_t room = (int64_t)(ASTREAM_QUEUE_CAP - s->q.bytes);
 	if (st->send_credit < room)
 		room = st->send_credit;
 	return (uint32_t)room;
 }
 
-int stream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n)
+int astream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n)
 {
 	if (s->ended)
 		return -EPIPE;
 	if (n == 0)
 		return 0;
-	if (n > PROTO_MAX_DATA || n > stream_room(s))
+	if (n > PROTO_MAX_DATA || n > astream_room(s))
 		return -ENOSPC;
-	struct frame_item *it = frame_new(PROTO_DATA, ch, s->id, p, n);
+	struct outq_frame *it = outq_frame_new(PROTO_DATA, ch, s->id, p, n);
 	if (!it)
 		return -ENOMEM;
-	proto_mux_take_credit(&s->sess->mux, s->id, n);
-	fq_push(&s->q, it);
+	proto_mux_take_credit(&s->link->mux, s->id, n);
+	outq_push(&s->q, it);
 	return 0;
 }
 
-int stream_eof(struct astream *s, uint8_t ch)
+int astream_eof(struct astream *s, uint8_t ch)
 {
 	if (s->ended)
 		return -EPIPE;
-	struct frame_item *it = frame_new(PROTO_EOF, ch, s->id, NULL, 0);
+	struct outq_frame *it = outq_frame_new(PROTO_EOF, ch, s->id, NULL, 0);
 	if (!it)
 		return -ENOMEM;
-	fq_push(&s->q, it);
+	outq_push(&s->q, it);
 	return 0;
 }
 
 /* Serialise obj (stolen) as a frame of type on s.  NULL on failure, with
  * *too_big set when the JSON exceeded the payload cap. */
-static struct frame_item *json_frame(uint8_t type, uint32_t id, json_t *obj, int *too_big)
+static struct outq_frame *json_frame(uint8_t type, uint32_t id, json_t *obj, int *too_big)
 {
 	char *txt = json_dumps(obj, JSON_COMPACT);
 	json_decref(obj);
 	if (!txt)
 		return NULL;
 	size_t n = strlen(txt);
-	struct frame_item *it = NULL;
+	struct outq_frame *it = NULL;
 	if (n <= PROTO_MAX_PAYLOAD)
-		it = frame_new(type, 0, id, txt, (uint32_t)n);
+		it = outq_frame_new(type, 0, id, txt, (uint32_t)n);
 	else if (too_big)
 		*too_big = 1;
 	free(txt);
 	return it;
 }
 
-int stream_event(struct astream *s, json_t *obj)
+int astream_event(struct astream *s, json_t *obj)
 {
 	if (s->ended) {
 		json_decref(obj);
@@ -81,14 +81,14 @@ int stream_event(struct astream *s, json_t *obj)
 	if (!obj)
 		return -ENOMEM;
 	int too_big = 0;
-	struct frame_item *it = json_frame(PROTO_EVENT, s->id, obj, &too_big);
+	struct outq_frame *it = json_frame(PROTO_EVENT, s->id, obj, &too_big);
 	if (!it)
 		return too_big ? -E2BIG : -ENOMEM;
-	fq_push(&s->q, it);
+	outq_push(&s->q, it);
 	return 0;
 }
 
-void stream_end(struct astream *s, json_t *obj)
+void astream_end(struct astream *s, json_t *obj)
 {
 	if (s->ended) {
 		json_decref(obj);
@@ -97,22 +97,22 @@ void stream_end(struct astream *s, json_t *obj)
 	if (!obj)
 		obj = json_object();
 	int too_big = 0;
-	struct frame_item *it = obj ? json_frame(PROTO_END, s->id, obj, &too_big) : NULL;
+	struct outq_frame *it = obj ? json_frame(PROTO_END, s->id, obj, &too_big) : NULL;
 	if (!it) {
 		/* too large or out of memory: a fixed error still ends the stream */
 		static const char nomem[] =
 			"{\"error\":{\"code\":\"ENOMEM\",\"message\":\"result could not be encoded\"}}";
 		static const char big[] =
 			"{\"error\":{\"code\":\"E2BIG\",\"message\":\"result larger than 8 MiB\"}}";
-		it = too_big ? frame_new(PROTO_END, 0, s->id, big, sizeof(big) - 1)
-			     : frame_new(PROTO_END, 0, s->id, nomem, sizeof(nomem) - 1);
+		it = too_big ? outq_frame_new(PROTO_END, 0, s->id, big, sizeof(big) - 1)
+			     : outq_frame_new(PROTO_END, 0, s->id, nomem, sizeof(nomem) - 1);
 	}
 	if (it) {
 		it->closes = 1;
-		fq_push(&s->q, it);
+		outq_push(&s->q, it);
 	}
 	s->ended = 1;
-	s->sess->busy = 1;
+	s->link->busy = 1;
 }
 
 const char *agent_errname(int err)
@@ -123,7 +123,7 @@ const char *agent_errname(int err)
 	return n ? n : "EIO";
 }
 
-void stream_end_err(struct astream *s, int err, const char *fmt, ...)
+void astream_end_err(struct astream *s, int err, const char *fmt, ...)
 {
 	if (s->ended)
 		return;
@@ -141,23 +141,23 @@ void stream_end_err(struct astream *s, int err, const char *fmt, ...)
 		e = NULL;
 	}
 	json_decref(e);
-	stream_end(s, o); /* NULL o falls back to the fixed error */
+	astream_end(s, o); /* NULL o falls back to the fixed error */
 }
 
-void stream_consumed(struct astream *s, uint32_t n)
+void astream_consumed(struct astream *s, uint32_t n)
 {
-	uint32_t grant = proto_mux_consumed(&s->sess->mux, s->id, n);
+	uint32_t grant = proto_mux_consumed(&s->link->mux, s->id, n);
 	if (!grant)
 		return;
 	uint8_t p[4];
 	proto_put_u32(p, grant);
-	struct frame_item *it = frame_new(PROTO_WINDOW, 0, s->id, p, 4);
+	struct outq_frame *it = outq_frame_new(PROTO_WINDOW, 0, s->id, p, 4);
 	if (it)
-		session_queue_prio(s->sess, it);
+		link_queue_prio(s->link, it);
 }
 
-void stream_kick(struct astream *s)
+void astream_kick(struct astream *s)
 {
 	s->kick = 1;
-	s->sess->busy = 1;
+	s->link->busy = 1;
 }

@@ -1,26 +1,26 @@
 /*
- * stream.h - one open stream on the agent side, and the contract between the
+ * astream.h - one open stream on the agent side, and the contract between the
  * session (which owns streams and talks to the host) and an operation
  * (exec, file transfer, ...) running on a stream.
  *
  * Life of a stream: the host's OPEN creates it and the op's start function
- * runs.  The op produces output with stream_data/stream_eof/stream_event and
- * finishes with exactly one stream_end* call; after that the session calls
+ * runs.  The op produces output with astream_data/astream_eof/astream_event and
+ * finishes with exactly one astream_end* call; after that the session calls
  * ops->destroy (never from inside the op's own call) and closes the stream
  * once the END frame is on the wire.  When the host cancels or goes away the
  * session calls ops->cancel (kill, remove temporaries; send nothing) and
  * then ops->destroy, and ends the stream itself.
  *
- * Flow control: DATA may only be queued within stream_room(), which is the
+ * Flow control: DATA may only be queued within astream_room(), which is the
  * smaller of the credit the host granted and the per-stream queue cap.  When
  * room appears (WINDOW from the host, frames written) the session calls
  * ops->pump.  Input bytes (DATA from the host) must be reported with
- * stream_consumed when the op has used them; that grants the host credit.
+ * astream_consumed when the op has used them; that grants the host credit.
  *
  * Threads: the loop thread only.
  */
-#ifndef PANDASTACK_AGENT_STREAM_H
-#define PANDASTACK_AGENT_STREAM_H
+#ifndef PANDASTACK_AGENT_ASTREAM_H
+#define PANDASTACK_AGENT_ASTREAM_H
 
 #include <stdint.h>
 
@@ -48,9 +48,9 @@ struct astream;
 /* What an operation implements.  Any callback may be NULL. */
 struct op_ops {
 	const char *name;
-	/* DATA on channel 0: use or hold the bytes; call stream_consumed for
+	/* DATA on channel 0: use or hold the bytes; call astream_consumed for
 	 * what was used.  Return 0, or -errno to end the stream with that error
-	 * (the op must not call stream_end itself then). */
+	 * (the op must not call astream_end itself then). */
 	int (*input)(struct astream *s, const uint8_t *p, uint32_t len);
 	/* EOF on channel 0.  Same return convention as input. */
 	int (*input_eof)(struct astream *s);
@@ -63,54 +63,54 @@ struct op_ops {
 };
 
 /* Most DATA bytes queued per stream, bytes (the credit bounds it too). */
-#define STREAM_QUEUE_CAP (256u * 1024u)
+#define ASTREAM_QUEUE_CAP (256u * 1024u)
 
-struct session;
+struct link;
 
 struct astream {
 	uint32_t id;
-	struct session *sess;
+	struct link *link;      /* the session's credit and priority queue */
 	struct agent_env *env;
 	const struct op_ops *ops;
 	void *op;               /* the op's state */
-	struct fqueue q;        /* frames waiting for the wire */
+	struct outq q;        /* frames waiting for the wire */
 	int ended;              /* END or ERROR queued: input is dropped */
 	int destroyed;          /* ops->destroy ran */
 	int kick;               /* call ops->pump at the next idle pass */
 };
 
 /*
- * stream_room - DATA bytes the op may queue now (0: wait for ops->pump).
+ * astream_room - DATA bytes the op may queue now (0: wait for ops->pump).
  */
-uint32_t stream_room(struct astream *s);
+uint32_t astream_room(struct astream *s);
 
 /*
- * stream_data - queue n bytes (<= 64 KiB and <= stream_room) as DATA on
+ * astream_data - queue n bytes (<= 64 KiB and <= astream_room) as DATA on
  * channel ch, consuming credit.  Returns 0, -ENOSPC (over the room: nothing
  * queued), -ENOMEM, -EPIPE (stream ended).
  */
-int stream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n);
+int astream_data(struct astream *s, uint8_t ch, const void *p, uint32_t n);
 
-/* stream_eof - queue EOF on channel ch.  0 or -errno. */
-int stream_eof(struct astream *s, uint8_t ch);
+/* astream_eof - queue EOF on channel ch.  0 or -errno. */
+int astream_eof(struct astream *s, uint8_t ch);
 
-/* stream_event - queue EVENT with obj (reference stolen).  0 or -errno. */
-int stream_event(struct astream *s, json_t *obj);
+/* astream_event - queue EVENT with obj (reference stolen).  0 or -errno. */
+int astream_event(struct astream *s, json_t *obj);
 
-/* stream_end - queue END with obj (stolen; NULL sends {}) and end the
+/* astream_end - queue END with obj (stolen; NULL sends {}) and end the
  * stream.  No-op (obj released) if already ended. */
-void stream_end(struct astream *s, json_t *obj);
+void astream_end(struct astream *s, json_t *obj);
 
-/* stream_end_err - END {"error": {"code": errno name of err (> 0 or < 0),
+/* astream_end_err - END {"error": {"code": errno name of err (> 0 or < 0),
  * "message": fmt...}}.  No-op if already ended. */
-void stream_end_err(struct astream *s, int err, const char *fmt, ...)
+void astream_end_err(struct astream *s, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* stream_consumed - the op used n input bytes: grants the host credit. */
-void stream_consumed(struct astream *s, uint32_t n);
+/* astream_consumed - the op used n input bytes: grants the host credit. */
+void astream_consumed(struct astream *s, uint32_t n);
 
-/* stream_kick - ask for ops->pump at the next idle pass. */
-void stream_kick(struct astream *s);
+/* astream_kick - ask for ops->pump at the next idle pass. */
+void astream_kick(struct astream *s);
 
 /* agent_errname - "ENOENT" for ENOENT or -ENOENT; "EIO" if unknown. */
 const char *agent_errname(int err);

@@ -140,7 +140,7 @@ static void end_wait(struct context_wait *w, int err, const char *why)
 {
 	struct astream *s = w->s;
 	contexts_wait_unlink(w);
-	stream_end_err(s, err, "%s", why);
+	astream_end_err(s, err, "%s", why);
 }
 
 void contexts_destroy(struct agent_context *c, int err, const char *why)
@@ -223,7 +223,7 @@ static int on_context_event(struct agent_context *c, json_t *ev)
 			struct context_wait *w = c->creator;
 			struct astream *s = w->s;
 			contexts_wait_unlink(w);
-			stream_end(s, contexts_json(c));
+			astream_end(s, contexts_json(c));
 		}
 		return 0;
 	}
@@ -265,15 +265,15 @@ static void on_exec_event(struct agent_context *c, uint64_t exec_id, json_t *ev)
 	if (type && strcmp(type, "done") == 0) {
 		contexts_wait_unlink(w);
 		json_object_del(ev, "type");
-		stream_end(s, ev);
+		astream_end(s, ev);
 		return;
 	}
-	if (stream_event(s, ev) == -E2BIG) {
+	if (astream_event(s, ev) == -E2BIG) {
 		/* a stream text full of escapes can outgrow a frame: say so */
 		json_t *m = json_pack("{s:s, s:s}", "type", "stderr", "text",
 				      "\n[pandastack: an output event too large for the agent "
 				      "protocol was dropped]\n");
-		stream_event(s, m);
+		astream_event(s, m);
 	}
 }
 

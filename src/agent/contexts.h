@@ -29,7 +29,7 @@
 #include "agent/kernel.h"
 #include "agent/loop.h"
 #include "agent/request.h"
-#include "agent/stream.h"
+#include "agent/astream.h"
 
 /* Most contexts at once in one guest (each is a Python process). */
 #define CONTEXTS_MAX 32

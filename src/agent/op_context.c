@@ -24,9 +24,27 @@
 #include <sys/stat.h>
 
 #include "agent/contexts.h"
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/log.h"
 #include "common/util.h"
+
+static const struct op_ops pool_ops;
+static void pool_detach(void *state);
+
+/* The destroy of both ops here (a stream waiting on a context, the stream
+ * waiting for the warm pool): unhook the state from what it waits on, then
+ * free it. */
+static void waiter_destroy(struct astream *s)
+{
+	if (!s->op)
+		return;
+	if (s->ops == &pool_ops)
+		pool_detach(s->op);
+	else
+		contexts_wait_unlink(s->op);
+	free(s->op);
+	s->op = NULL;
+}
 
 /* --- streams waiting on a context ---------------------------------------- */
 
@@ -46,20 +64,10 @@ static void wait_cancel(struct astream *s)
 	contexts_wait_unlink(w);
 }
 
-static void wait_destroy(struct astream *s)
-{
-	struct context_wait *w = s->op;
-	if (!w)
-		return;
-	contexts_wait_unlink(w);
-	free(w);
-	s->op = NULL;
-}
-
 static const struct op_ops wait_ops = {
 	.name = "context",
 	.cancel = wait_cancel,
-	.destroy = wait_destroy,
+	.destroy = waiter_destroy,
 };
 
 /* Make s wait on c for exec_id (0: the create). */
@@ -81,39 +89,53 @@ static struct agent_context *find_or_end(struct astream *s, const struct agent_r
 {
 	struct agent_context *c = contexts_find(req->ctx_id);
 	if (!c)
-		stream_end_err(s, ENOENT, "no context '%s'", req->ctx_id);
+		astream_end_err(s, ENOENT, "no context '%s'", req->ctx_id);
 	return c;
 }
 
 /* --- context_create --------------------------------------------------------*/
+
+/*
+ * What every kernel the agent starts shares, into *o (the rest zeroed): the
+ * user's environment (req's variables added to the base) and, in the test
+ * modes, which run on a host, run files under /tmp to keep its /run clean.
+ * Returns the environment array, which the caller frees once the kernel
+ * took its copy, or NULL (out of memory).
+ */
+static char **kernel_opts_base(const struct astream *s, const struct agent_req *req,
+			       struct kernel_opts *o)
+{
+	char **envp = agent_env_build(req);
+	memset(o, 0, sizeof(*o));
+	o->kind = KERNEL_AUTO;
+	o->env = (const char *const *)envp;
+	o->run_dir = s->env->init_mode ? NULL : "/tmp";
+	return envp;
+}
 
 static int op_create(struct astream *s, struct agent_req *req)
 {
 	const char *cwd;
 	if (agent_cwd_ready(s, req->cwd, &cwd))
 		return 0;
-	char **envp = agent_env_build(req);
+	struct kernel_opts o;
+	char **envp = kernel_opts_base(s, req, &o);
 	if (!envp)
 		return -ENOMEM;
-	struct kernel_opts o = {
-		.kind = KERNEL_AUTO,
-		.cwd = cwd,
-		.env = (const char *const *)envp,
-		.output_cap = (size_t)req->output_cap,
-		.use_pool = 1,
-		.run_dir = s->env->init_mode ? NULL : "/tmp",
-	};
+	o.cwd = cwd;
+	o.output_cap = (size_t)req->output_cap;
+	o.use_pool = 1;
 	if (o.output_cap > KERNEL_OUTPUT_CAP_MAX)
 		o.output_cap = KERNEL_OUTPUT_CAP_MAX;
 	struct agent_context *c = NULL;
 	int r = contexts_create(s->env, req->ctx_id, &o, (int64_t)req->idle_timeout_ms, &c);
 	free(envp);
 	if (r == -EEXIST) {
-		stream_end_err(s, EEXIST, "context '%s' exists", req->ctx_id);
+		astream_end_err(s, EEXIST, "context '%s' exists", req->ctx_id);
 		return 0;
 	}
 	if (r == -EMFILE) {
-		stream_end_err(s, EMFILE, "at most %d contexts at once", CONTEXTS_MAX);
+		astream_end_err(s, EMFILE, "at most %d contexts at once", CONTEXTS_MAX);
 		return 0;
 	}
 	if (r < 0)
@@ -142,8 +164,8 @@ static int op_run(struct astream *s, struct agent_req *req)
 		return r;
 	}
 	/* the host learns at once that the run is queued (or an error) */
-	stream_event(s, json_pack("{s:s, s:I}", "type", "accepted", "exec_id",
-				  (json_int_t)exec_id));
+	astream_event(s, json_pack("{s:s, s:I}", "type", "accepted", "exec_id",
+				   (json_int_t)exec_id));
 	return 0;
 }
 
@@ -155,7 +177,7 @@ static int op_simple(struct astream *s, struct agent_req *req)
 		json_t *o = contexts_list_json();
 		if (!o)
 			return -ENOMEM;
-		stream_end(s, o);
+		astream_end(s, o);
 		return 0;
 	}
 	struct agent_context *c = find_or_end(s, req);
@@ -172,7 +194,7 @@ static int op_simple(struct astream *s, struct agent_req *req)
 		kernel_ctx_restart(c->k);
 		break;
 	}
-	stream_end(s, NULL);
+	astream_end(s, NULL);
 	return 0;
 }
 
@@ -206,12 +228,13 @@ static int pool_check(struct pool_wait *p)
 			      (json_int_t)ms, "kernels", (json_int_t)ready);
 	log_kv(LOG_INFO, "context.pool", "state=%d kernels=%u ms=%lld", (int)st, ready,
 	       (long long)ms);
-	stream_end(p->s, o);
+	astream_end(p->s, o);
 	return 1;
 }
 
-static void pool_detach(struct pool_wait *p)
+static void pool_detach(void *state)
 {
+	struct pool_wait *p = state;
 	loop_watch_del(p->s->env->loop, &p->w);
 	if (pool_waiter == p)
 		pool_waiter = NULL;
@@ -225,47 +248,31 @@ static void on_pool(struct loop_watch *lw, uint32_t ev)
 		pool_detach(p);
 }
 
-static void pool_destroy(struct astream *s)
-{
-	struct pool_wait *p = s->op;
-	if (!p)
-		return;
-	pool_detach(p);
-	free(p);
-	s->op = NULL;
-}
-
 static const struct op_ops pool_ops = {
 	.name = "context_pool",
-	.destroy = pool_destroy,
+	.destroy = waiter_destroy,
 };
 
 static int op_pool(struct astream *s, struct agent_req *req)
 {
 	if (pool_waiter) {
-		stream_end_err(s, EBUSY, "another context_pool is waiting");
+		astream_end_err(s, EBUSY, "another context_pool is waiting");
 		return 0;
 	}
-	char **envp = agent_env_build(req);
+	struct kernel_opts o;
+	char **envp = kernel_opts_base(s, req, &o);
 	if (!envp)
 		return -ENOMEM;
-	struct kernel_opts o = {
-		.kind = KERNEL_AUTO,
-		.env = (const char *const *)envp,
-		.warm_code = req->code,
-		/* the spares start where a context starts by default, so taking
-		 * one needs no chdir */
-		.cwd = s->env->workdir,
-		.pool_size = (unsigned)req->pool_kernels,
-		/* the guest is ours: spares run at idle priority and a refill
-		 * also waits for idle CPUs there; the test modes run on a host
-		 * shared with other work, where an idle-class spare might
-		 * never run */
-		.refill_cpu_idle = s->env->init_mode,
-		.spare_full_priority = !s->env->init_mode,
-		/* the test modes run on a host: keep its /run clean */
-		.run_dir = s->env->init_mode ? NULL : "/tmp",
-	};
+	o.warm_code = req->code;
+	/* the spares start where a context starts by default, so taking one
+	 * needs no chdir */
+	o.cwd = s->env->workdir;
+	o.pool_size = (unsigned)req->pool_kernels;
+	/* the guest is ours: spares run at idle priority and a refill also
+	 * waits for idle CPUs there; the test modes run on a host shared with
+	 * other work, where an idle-class spare might never run */
+	o.refill_cpu_idle = s->env->init_mode;
+	o.spare_full_priority = !s->env->init_mode;
 	int r = kernel_pool_start(&o);
 	free(envp);
 	int fd = kernel_pool_fd();

@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/dynbuf.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -124,9 +124,9 @@ static void send_marker(struct exec_chan *c)
 	char m[96];
 	int n = snprintf(m, sizeof(m), "\n[pandastack: output truncated at %llu bytes]\n",
 			 (unsigned long long)c->x->cap);
-	if (stream_room(c->x->s) < (uint32_t)n)
+	if (astream_room(c->x->s) < (uint32_t)n)
 		return;
-	if (stream_data(c->x->s, c->ch, m, (uint32_t)n) == 0)
+	if (astream_data(c->x->s, c->ch, m, (uint32_t)n) == 0)
 		c->marker_pending = 0;
 }
 
@@ -135,7 +135,7 @@ static void arm_chan(struct exec_chan *c)
 {
 	if (c->fd < 0)
 		return;
-	uint32_t ev = (c->truncated || stream_room(c->x->s) > 0) ? EPOLLIN : 0;
+	uint32_t ev = (c->truncated || astream_room(c->x->s) > 0) ? EPOLLIN : 0;
 	loop_watch_set(c->x->s->env->loop, &c->w, ev);
 }
 
@@ -159,7 +159,7 @@ static enum chan_state read_chan(struct exec_chan *c)
 	for (int i = 0; i < READS_PER_EVENT && c->fd >= 0; i++) {
 		size_t want = sizeof(buf);
 		if (!c->truncated) {
-			uint32_t room = stream_room(x->s);
+			uint32_t room = astream_room(x->s);
 			if (room == 0)
 				return CHAN_NO_ROOM;
 			if (room < want)
@@ -182,7 +182,7 @@ static enum chan_state read_chan(struct exec_chan *c)
 			c->truncated = 1;
 			c->marker_pending = 1;
 		}
-		if (keep && stream_data(x->s, c->ch, buf, (uint32_t)keep) == 0)
+		if (keep && astream_data(x->s, c->ch, buf, (uint32_t)keep) == 0)
 			c->sent += keep;
 		send_marker(c);
 	}
@@ -233,7 +233,7 @@ static void maybe_finish(struct exec_op *x)
 	for (int i = 0; i < 2; i++) {
 		struct exec_chan *c = &x->out[i];
 		send_marker(c);
-		if (c->fd < 0 && !c->marker_pending && !c->eof_sent && stream_eof(s, c->ch) == 0)
+		if (c->fd < 0 && !c->marker_pending && !c->eof_sent && astream_eof(s, c->ch) == 0)
 			c->eof_sent = 1;
 	}
 	if (!x->reaped || x->errfd >= 0 || !x->out[0].eof_sent || !x->out[1].eof_sent)
@@ -241,8 +241,8 @@ static void maybe_finish(struct exec_op *x)
 	loop_timer_cancel(s->env->loop, &x->timeout);
 	loop_timer_cancel(s->env->loop, &x->drain);
 	if (x->child_errno) {
-		stream_end_err(s, x->child_errno, "could not run /bin/sh: %s",
-			       strerror(x->child_errno));
+		astream_end_err(s, x->child_errno, "could not run /bin/sh: %s",
+				strerror(x->child_errno));
 		return;
 	}
 	/* where an exec's time goes inside the guest (docs/agent.md) */
@@ -251,7 +251,7 @@ static void maybe_finish(struct exec_op *x)
 	       s->id, (long long)(x->t_cg - x->t_open), (long long)(x->t_spawn - x->t_cg),
 	       (long long)(x->t_spawned - x->t_spawn), (long long)(x->t_reaped - x->t_spawned),
 	       (long long)(util_now_us() - x->t_reaped));
-	stream_end(s, result_json(x));
+	astream_end(s, result_json(x));
 }
 
 /* Drain timer: the main process is gone.  Close pipes found empty; keep
@@ -328,7 +328,7 @@ static void stdin_close(struct exec_op *x)
 {
 	close_fd_watch(x, &x->in_fd, &x->inw);
 	if (x->in.len)
-		stream_consumed(x->s, (uint32_t)x->in.len);
+		astream_consumed(x->s, (uint32_t)x->in.len);
 	dynbuf_reset(&x->in);
 }
 
@@ -346,7 +346,7 @@ static void stdin_flush(struct exec_op *x)
 			return;
 		}
 		dynbuf_consume(&x->in, (size_t)n);
-		stream_consumed(x->s, (uint32_t)n);
+		astream_consumed(x->s, (uint32_t)n);
 	}
 	if (x->in_fd < 0)
 		return;
@@ -371,7 +371,7 @@ static int exec_input(struct astream *s, const uint8_t *p, uint32_t len)
 {
 	struct exec_op *x = s->op;
 	if (x->in_fd < 0 || x->in_eof) {
-		stream_consumed(s, len); /* nobody reads it: drop */
+		astream_consumed(s, len); /* nobody reads it: drop */
 		return 0;
 	}
 	/* the credit bounds what the host may send, hence the cap: more is a
@@ -440,7 +440,7 @@ static const struct op_ops exec_ops = {
 
 /* --- spawning ---------------------------------------------------------------- */
 
-/* The base environment with req's variables added (see stream.h). */
+/* The base environment with req's variables added (see astream.h). */
 int agent_cwd_ready(struct astream *s, const char *req_cwd, const char **out)
 {
 	const char *cwd = req_cwd ? req_cwd : s->env->workdir;
@@ -455,11 +455,11 @@ int agent_cwd_ready(struct astream *s, const char *req_cwd, const char **out)
 		log_kv(LOG_INFO, "agent.workdir_recreated", "r=%d", r);
 	}
 	if (r < 0) {
-		stream_end_err(s, -r, "cwd %s: %s", cwd, strerror(-r));
+		astream_end_err(s, -r, "cwd %s: %s", cwd, strerror(-r));
 		return 1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		stream_end_err(s, ENOTDIR, "cwd %s: not a directory", cwd);
+		astream_end_err(s, ENOTDIR, "cwd %s: not a directory", cwd);
 		return 1;
 	}
 	*out = cwd;
@@ -622,7 +622,7 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	if (ev) {
 		json_object_set_new(ev, "event", json_string("started"));
 		json_object_set_new(ev, "pid", json_integer(pid));
-		stream_event(s, ev);
+		astream_event(s, ev);
 	}
 	for (int i = 0; i < 2; i++)
 		arm_chan(&x->out[i]);

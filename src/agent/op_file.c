@@ -34,7 +34,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/util.h"
 
 #define READS_PER_PUMP 8
@@ -71,7 +71,7 @@ static int fw_input(struct astream *s, const uint8_t *p, uint32_t len)
 	if (r < 0)
 		return r; /* the session cancels (removes tmp) and ends with r */
 	w->size += len;
-	stream_consumed(s, len);
+	astream_consumed(s, len);
 	return 0;
 }
 
@@ -90,13 +90,13 @@ static int fw_input_eof(struct astream *s)
 		r = -errno;
 	if (r < 0) {
 		unlink(w->tmp);
-		stream_end_err(s, r, "writing %s: %s", w->path, strerror(-r));
+		astream_end_err(s, r, "writing %s: %s", w->path, strerror(-r));
 		return 0;
 	}
 	json_t *o = json_object();
 	if (o)
 		json_object_set_new(o, "size", json_integer((json_int_t)w->size));
-	stream_end(s, o);
+	astream_end(s, o);
 	return 0;
 }
 
@@ -127,7 +127,7 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 	const char *path = req->path;
 	size_t len = strlen(path);
 	if (path[len - 1] == '/') {
-		stream_end_err(s, EISDIR, "%s: names a directory", path);
+		astream_end_err(s, EISDIR, "%s: names a directory", path);
 		return 0;
 	}
 	const char *slash = strrchr(path, '/');
@@ -138,18 +138,18 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 	if (req->parents) {
 		int r = util_mkdir_p(dir, 0755);
 		if (r < 0) {
-			stream_end_err(s, r, "creating %s: %s", dir, strerror(-r));
+			astream_end_err(s, r, "creating %s: %s", dir, strerror(-r));
 			return 0;
 		}
 	}
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		stream_end_err(s, EISDIR, "%s: is a directory", path);
+		astream_end_err(s, EISDIR, "%s: is a directory", path);
 		return 0;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		stream_end_err(s, EINVAL, "%s: not a regular file (a device, FIFO or socket "
-			       "is not replaced)", path);
+		astream_end_err(s, EINVAL, "%s: not a regular file (a device, FIFO or socket "
+				"is not replaced)", path);
 		return 0;
 	}
 	struct fw_op *w = calloc(1, sizeof(*w));
@@ -173,7 +173,7 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 	if (w->fd < 0) {
 		int e = errno;
 		free(w);
-		stream_end_err(s, e, "%s: %s", path, strerror(e));
+		astream_end_err(s, e, "%s: %s", path, strerror(e));
 		return 0;
 	}
 	w->path = req->path;
@@ -200,11 +200,11 @@ static void fr_finish(struct astream *s)
 	f->fd = -1;
 	free(f->buf);
 	f->buf = NULL;
-	stream_eof(s, PROTO_CH_STDOUT);
+	astream_eof(s, PROTO_CH_STDOUT);
 	json_t *o = json_object();
 	if (o)
 		json_object_set_new(o, "size", json_integer((json_int_t)f->sent));
-	stream_end(s, o);
+	astream_end(s, o);
 }
 
 /* Send slurped bytes within the room. */
@@ -212,7 +212,7 @@ static void fr_pump_buf(struct astream *s)
 {
 	struct fr_op *f = s->op;
 	for (int i = 0; i < READS_PER_PUMP && f->off < f->len; i++) {
-		uint32_t room = stream_room(s);
+		uint32_t room = astream_room(s);
 		if (room == 0)
 			return; /* WINDOW or a written frame calls us again */
 		size_t n = f->len - f->off;
@@ -220,14 +220,14 @@ static void fr_pump_buf(struct astream *s)
 			n = room;
 		if (n > PROTO_MAX_DATA)
 			n = PROTO_MAX_DATA;
-		stream_data(s, PROTO_CH_STDOUT, f->buf + f->off, (uint32_t)n);
+		astream_data(s, PROTO_CH_STDOUT, f->buf + f->off, (uint32_t)n);
 		f->off += n;
 		f->sent += n;
 	}
 	if (f->off == f->len)
 		fr_finish(s);
 	else
-		stream_kick(s);
+		astream_kick(s);
 }
 
 static void fr_pump(struct astream *s)
@@ -239,7 +239,7 @@ static void fr_pump(struct astream *s)
 		return;
 	}
 	for (int i = 0; i < READS_PER_PUMP && f->fd >= 0; i++) {
-		uint32_t room = stream_room(s);
+		uint32_t room = astream_room(s);
 		if (room == 0)
 			return; /* WINDOW or a written frame calls us again */
 		size_t want = room < sizeof(buf) ? room : sizeof(buf);
@@ -248,17 +248,17 @@ static void fr_pump(struct astream *s)
 			continue;
 		if (n < 0) {
 			int e = errno;
-			stream_end_err(s, e, "read: %s", strerror(e));
+			astream_end_err(s, e, "read: %s", strerror(e));
 			return;
 		}
 		if (n == 0) {
 			fr_finish(s);
 			return;
 		}
-		stream_data(s, PROTO_CH_STDOUT, buf, (uint32_t)n);
+		astream_data(s, PROTO_CH_STDOUT, buf, (uint32_t)n);
 		f->sent += (uint64_t)n;
 	}
-	stream_kick(s); /* more to read: come back after other work */
+	astream_kick(s); /* more to read: come back after other work */
 }
 
 static void fr_destroy(struct astream *s)
@@ -298,7 +298,7 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 	int fd = open(req->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int e = errno;
-		stream_end_err(s, e, "%s: %s", req->path, strerror(e));
+		astream_end_err(s, e, "%s: %s", req->path, strerror(e));
 		return 0;
 	}
 	struct stat st;
@@ -309,8 +309,8 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 		e = EINVAL;
 	if (e) {
 		close(fd);
-		stream_end_err(s, e, "%s: %s", req->path,
-			       e == EINVAL ? "not a regular file" : strerror(e));
+		astream_end_err(s, e, "%s: %s", req->path,
+				e == EINVAL ? "not a regular file" : strerror(e));
 		return 0;
 	}
 	struct fr_op *f = calloc(1, sizeof(*f));
@@ -330,10 +330,10 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 			if (r == -ENOMEM)
 				return r;
 			if (r == -EFBIG)
-				stream_end_err(s, EFBIG, "%s: its size is not known in advance and it "
-					       "is over %u bytes", req->path, FR_SLURP_CAP);
+				astream_end_err(s, EFBIG, "%s: its size is not known in advance and it "
+						"is over %u bytes", req->path, FR_SLURP_CAP);
 			else
-				stream_end_err(s, -r, "%s: %s", req->path, strerror(-r));
+				astream_end_err(s, -r, "%s: %s", req->path, strerror(-r));
 			return 0;
 		}
 		size = f->len; /* f->buf is non-NULL: the slurped mode */
@@ -346,8 +346,8 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 		json_object_set_new(ev, "event", json_string("stat"));
 		json_object_set_new(ev, "size", json_integer((json_int_t)size));
 		json_object_set_new(ev, "mode", json_integer(st.st_mode & 07777));
-		stream_event(s, ev);
+		astream_event(s, ev);
 	}
-	stream_kick(s);
+	astream_kick(s);
 	return 0;
 }

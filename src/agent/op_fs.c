@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/utf8.h"
 #include "common/util.h"
 
@@ -65,10 +65,10 @@ static void do_stat(struct astream *s, const char *path)
 	struct stat st;
 	if (lstat(path, &st) < 0) {
 		int e = errno;
-		stream_end_err(s, e, "%s: %s", path, strerror(e));
+		astream_end_err(s, e, "%s: %s", path, strerror(e));
 		return;
 	}
-	stream_end(s, stat_json(base_name(path), path, &st));
+	astream_end(s, stat_json(base_name(path), path, &st));
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -90,7 +90,7 @@ static void do_list(struct astream *s, const char *path)
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		int e = errno;
-		stream_end_err(s, e, "%s: %s", path, strerror(e));
+		astream_end_err(s, e, "%s: %s", path, strerror(e));
 		return;
 	}
 	DIR *d = fdopendir(dfd);
@@ -100,7 +100,7 @@ static void do_list(struct astream *s, const char *path)
 			closedir(d);
 		else
 			close(dfd);
-		stream_end_err(s, ENOMEM, "out of memory");
+		astream_end_err(s, ENOMEM, "out of memory");
 		return;
 	}
 	size_t n = 0, total = 0;
@@ -136,7 +136,7 @@ static void do_list(struct astream *s, const char *path)
 	closedir(d);
 	if (err || !entries) {
 		json_decref(entries);
-		stream_end_err(s, ENOMEM, "out of memory");
+		astream_end_err(s, ENOMEM, "out of memory");
 		return;
 	}
 	json_t *o = json_object();
@@ -146,7 +146,7 @@ static void do_list(struct astream *s, const char *path)
 	} else {
 		json_decref(entries);
 	}
-	stream_end(s, o);
+	astream_end(s, o);
 }
 
 static void do_remove(struct astream *s, const char *path, int recursive)
@@ -164,10 +164,10 @@ static void do_remove(struct astream *s, const char *path, int recursive)
 	if (r == -EEXIST)
 		r = -ENOTEMPTY; /* rmdir may say either for a non-empty folder */
 	if (r < 0) {
-		stream_end_err(s, r, "%s: %s", path, strerror(-r));
+		astream_end_err(s, r, "%s: %s", path, strerror(-r));
 		return;
 	}
-	stream_end(s, NULL);
+	astream_end(s, NULL);
 }
 
 static void do_mkdir(struct astream *s, const char *path, unsigned mode, int parents)
@@ -183,10 +183,10 @@ static void do_mkdir(struct astream *s, const char *path, unsigned mode, int par
 		r = mkdir(path, mode) < 0 ? -errno : 0;
 	}
 	if (r < 0) {
-		stream_end_err(s, r, "%s: %s", path, strerror(-r));
+		astream_end_err(s, r, "%s: %s", path, strerror(-r));
 		return;
 	}
-	stream_end(s, NULL);
+	astream_end(s, NULL);
 }
 
 int op_fs_start(struct astream *s, struct agent_req *req)

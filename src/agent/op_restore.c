@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "agent/kernel.h"
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -66,7 +66,7 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 		};
 		if (clock_settime(CLOCK_REALTIME, &ts) < 0) {
 			int e = errno;
-			stream_end_err(s, e, "clock_settime: %s", strerror(e));
+			astream_end_err(s, e, "clock_settime: %s", strerror(e));
 			return 0;
 		}
 		clock_set = 1;
@@ -76,7 +76,7 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 	int64_t t2 = util_now_us();
 	explicit_bzero(req->entropy, sizeof(req->entropy));
 	if (r < 0 && init) {
-		stream_end_err(s, r, "adding entropy: %s", strerror(-r));
+		astream_end_err(s, r, "adding entropy: %s", strerror(-r));
 		return 0;
 	}
 	/* warm interpreters reseed their own generators (Python random,
@@ -94,6 +94,6 @@ int op_restore_start(struct astream *s, struct agent_req *req)
 	}
 	log_kv(LOG_INFO, "agent.restore", "clock_set=%d entropy=%d kernels=%d", clock_set, r == 0,
 	       kernels);
-	stream_end(s, o);
+	astream_end(s, o);
 	return 0;
 }

@@ -11,13 +11,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-struct frame_item *frame_new(uint8_t type, uint8_t flags, uint32_t stream, const void *p,
-			     uint32_t len)
+struct outq_frame *outq_frame_new(uint8_t type, uint8_t flags, uint32_t stream, const void *p,
+				  uint32_t len)
 {
 	uint8_t hdr[PROTO_HDR_SIZE];
 	if (proto_encode_hdr(hdr, type, flags, stream, len) < 0)
 		return NULL;
-	struct frame_item *it = malloc(sizeof(*it) + len);
+	struct outq_frame *it = malloc(sizeof(*it) + len);
 	if (!it)
 		return NULL;
 	it->next = NULL;
@@ -32,7 +32,7 @@ struct frame_item *frame_new(uint8_t type, uint8_t flags, uint32_t stream, const
 	return it;
 }
 
-void fq_push(struct fqueue *q, struct frame_item *it)
+void outq_push(struct outq *q, struct outq_frame *it)
 {
 	it->next = NULL;
 	if (q->tail)
@@ -44,9 +44,9 @@ void fq_push(struct fqueue *q, struct frame_item *it)
 	q->count++;
 }
 
-struct frame_item *fq_pop(struct fqueue *q)
+struct outq_frame *outq_pop(struct outq *q)
 {
-	struct frame_item *it = q->head;
+	struct outq_frame *it = q->head;
 	if (!it)
 		return NULL;
 	q->head = it->next;
@@ -58,19 +58,19 @@ struct frame_item *fq_pop(struct fqueue *q)
 	return it;
 }
 
-void fq_clear(struct fqueue *q)
+void outq_clear(struct outq *q)
 {
-	struct frame_item *it;
-	while ((it = fq_pop(q)))
+	struct outq_frame *it;
+	while ((it = outq_pop(q)))
 		free(it);
 }
 
-int wire_room(const struct wire *w)
+int outq_wire_room(const struct outq_wire *w)
 {
-	return w->n < WIRE_MAX_ITEMS && w->bytes < WIRE_MAX_BYTES;
+	return w->n < OUTQ_WIRE_MAX_ITEMS && w->bytes < OUTQ_WIRE_MAX_BYTES;
 }
 
-void wire_add(struct wire *w, struct frame_item *it)
+void outq_wire_add(struct outq_wire *w, struct outq_frame *it)
 {
 	w->item[w->n++] = it;
 	w->bytes += PROTO_HDR_SIZE + it->len;
@@ -78,10 +78,10 @@ void wire_add(struct wire *w, struct frame_item *it)
 
 /* Remove the first n items (all written) from the wire, then report and
  * free them: done() may look at the wire, which must not hold them then. */
-static void wire_drop_front(struct wire *w, int n,
-			    void (*done)(void *ctx, const struct frame_item *it), void *ctx)
+static void wire_drop_front(struct outq_wire *w, int n,
+			    void (*done)(void *ctx, const struct outq_frame *it), void *ctx)
 {
-	struct frame_item *gone[WIRE_MAX_ITEMS];
+	struct outq_frame *gone[OUTQ_WIRE_MAX_ITEMS];
 	for (int i = 0; i < n; i++) {
 		gone[i] = w->item[i];
 		w->bytes -= PROTO_HDR_SIZE + gone[i]->len;
@@ -95,8 +95,8 @@ static void wire_drop_front(struct wire *w, int n,
 	}
 }
 
-ssize_t wire_write(struct wire *w, int fd, int *again,
-		   void (*done)(void *ctx, const struct frame_item *it), void *ctx)
+ssize_t outq_wire_write(struct outq_wire *w, int fd, int *again,
+			void (*done)(void *ctx, const struct outq_frame *it), void *ctx)
 {
 	*again = 0;
 	size_t total = 0;
@@ -104,10 +104,10 @@ ssize_t wire_write(struct wire *w, int fd, int *again,
 		/* one iovec per frame: hdr and payload are adjacent in the item,
 		 * so a device that takes one write per buffer (virtio-serial, at
 		 * most 32 KiB each) gets whole frames, not a lone 16-byte header */
-		struct iovec iov[WIRE_MAX_ITEMS];
+		struct iovec iov[OUTQ_WIRE_MAX_ITEMS];
 		int niov = 0;
 		for (int i = 0; i < w->n; i++) {
-			struct frame_item *it = w->item[i];
+			struct outq_frame *it = w->item[i];
 			size_t skip = i == 0 ? w->off : 0;
 			iov[niov].iov_base = it->hdr + skip;
 			iov[niov++].iov_len = PROTO_HDR_SIZE + it->len - skip;
@@ -139,7 +139,7 @@ ssize_t wire_write(struct wire *w, int fd, int *again,
 	return (ssize_t)total;
 }
 
-void wire_clear(struct wire *w, int keep_partial)
+void outq_wire_clear(struct outq_wire *w, int keep_partial)
 {
 	int keep = (keep_partial && w->n > 0 && w->off > 0) ? 1 : 0;
 	for (int i = keep; i < w->n; i++) {

@@ -48,11 +48,11 @@ static int port_host_present(struct session *S);
 
 static int slot_index(struct session *S, uint32_t id)
 {
-	struct proto_stream_state *st = proto_mux_find(&S->mux, id);
-	return st ? (int)(st - S->mux.s) : -1;
+	struct proto_stream_state *st = proto_mux_find(&S->link.mux, id);
+	return st ? (int)(st - S->link.mux.s) : -1;
 }
 
-struct astream *session_stream_of(struct session *S, uint32_t id)
+static struct astream *stream_of(struct session *S, uint32_t id)
 {
 	int i = slot_index(S, id);
 	return i >= 0 ? S->slot[i] : NULL;
@@ -76,14 +76,14 @@ static void free_stream(struct session *S, struct astream *s)
 	if (!s->ended && s->ops && s->ops->cancel && !s->destroyed)
 		s->ops->cancel(s);
 	destroy_op(s);
-	fq_clear(&s->q);
+	outq_clear(&s->q);
 	for (int i = 0; i < S->wire.n; i++)
 		if (S->wire.item[i]->stream == s->id)
 			S->wire.item[i]->closes = 0;
 	int i = slot_index(S, s->id);
 	if (i >= 0 && S->slot[i] == s) {
 		S->slot[i] = NULL;
-		proto_mux_close(&S->mux, s->id);
+		proto_mux_close(&S->link.mux, s->id);
 	}
 	free(s);
 }
@@ -94,29 +94,14 @@ static void reset_streams(struct session *S, int keep_partial)
 	for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++)
 		if (S->slot[i])
 			free_stream(S, S->slot[i]);
-	proto_mux_init(&S->mux, PROTO_ROLE_AGENT);
-	fq_clear(&S->prio);
-	S->prio_drop_bytes = 0;
-	wire_clear(&S->wire, keep_partial);
+	link_reset(&S->link);
+	outq_wire_clear(&S->wire, keep_partial);
 	for (int i = 0; i < S->wire.n; i++)
 		S->wire.item[i]->closes = 0;
 }
 
-void session_queue_prio(struct session *S, struct frame_item *it)
-{
-	if (it->droppable) {
-		if (S->prio_drop_bytes + it->len + PROTO_HDR_SIZE > SESSION_PRIO_DROP_CAP) {
-			free(it);
-			return;
-		}
-		S->prio_drop_bytes += it->len + PROTO_HDR_SIZE;
-	}
-	fq_push(&S->prio, it);
-	S->busy = 1;
-}
-
 /* An ERROR frame {"code","message"} on stream id. */
-static struct frame_item *error_frame(uint32_t id, int err, const char *msg)
+static struct outq_frame *error_frame(uint32_t id, int err, const char *msg)
 {
 	json_t *o = json_object();
 	if (!o)
@@ -127,7 +112,7 @@ static struct frame_item *error_frame(uint32_t id, int err, const char *msg)
 	json_decref(o);
 	if (!txt)
 		return NULL;
-	struct frame_item *it = frame_new(PROTO_ERROR, 0, id, txt, (uint32_t)strlen(txt));
+	struct outq_frame *it = outq_frame_new(PROTO_ERROR, 0, id, txt, (uint32_t)strlen(txt));
 	free(txt);
 	return it;
 }
@@ -138,23 +123,23 @@ static struct frame_item *error_frame(uint32_t id, int err, const char *msg)
  */
 static void protocol_error(struct session *S, uint32_t id, int err, const char *msg)
 {
-	struct astream *s = id ? session_stream_of(S, id) : NULL;
+	struct astream *s = id ? stream_of(S, id) : NULL;
 	if (s && !s->ended) {
 		if (s->ops && s->ops->cancel)
 			s->ops->cancel(s);
-		fq_clear(&s->q);
-		struct frame_item *it = error_frame(id, err, msg);
+		outq_clear(&s->q);
+		struct outq_frame *it = error_frame(id, err, msg);
 		s->ended = 1;
 		if (it) {
 			it->closes = 1;
-			fq_push(&s->q, it);
+			outq_push(&s->q, it);
 		}
 		return;
 	}
-	struct frame_item *it = error_frame(id, err, msg);
+	struct outq_frame *it = error_frame(id, err, msg);
 	if (it) {
 		it->droppable = 1;
-		session_queue_prio(S, it);
+		link_queue_prio(&S->link, it);
 	}
 }
 
@@ -196,9 +181,9 @@ static void on_hello(struct session *S, const struct proto_frame *f)
 		char msg[96];
 		snprintf(msg, sizeof(msg), "agent speaks version %u, host sent %u", PROTO_VERSION,
 			 h.version);
-		struct frame_item *it = error_frame(0, EPROTONOSUPPORT, msg);
+		struct outq_frame *it = error_frame(0, EPROTONOSUPPORT, msg);
 		if (it)
-			session_queue_prio(S, it);
+			link_queue_prio(&S->link, it);
 		return;
 	}
 	if (S->greeted)
@@ -213,10 +198,10 @@ static void on_hello(struct session *S, const struct proto_frame *f)
 		struct proto_hello ack = {.version = PROTO_VERSION, .nonce = h.nonce};
 		proto_hello_encode(p, &ack);
 		memcpy(p + PROTO_HELLO_SIZE, txt ? txt : "{}", jl);
-		struct frame_item *it =
-			frame_new(PROTO_HELLO_ACK, 0, 0, p, (uint32_t)(PROTO_HELLO_SIZE + jl));
+		struct outq_frame *it =
+			outq_frame_new(PROTO_HELLO_ACK, 0, 0, p, (uint32_t)(PROTO_HELLO_SIZE + jl));
 		if (it)
-			session_queue_prio(S, it);
+			link_queue_prio(&S->link, it);
 		free(p);
 	}
 	free(txt);
@@ -235,12 +220,12 @@ static void open_stream(struct session *S, const struct proto_frame *f)
 	struct astream *s = i >= 0 ? calloc(1, sizeof(*s)) : NULL;
 	if (!s) {
 		if (i >= 0)
-			proto_mux_close(&S->mux, f->stream);
+			proto_mux_close(&S->link.mux, f->stream);
 		protocol_error(S, f->stream, ENOMEM, "out of memory");
 		return;
 	}
 	s->id = f->stream;
-	s->sess = S;
+	s->link = &S->link;
 	s->env = S->env;
 	S->slot[i] = s;
 
@@ -252,7 +237,7 @@ static void open_stream(struct session *S, const struct proto_frame *f)
 		return;
 	}
 	if (r < 0) {
-		stream_end_err(s, r, "%s", err);
+		astream_end_err(s, r, "%s", err);
 		return;
 	}
 	switch (req.op) {
@@ -279,7 +264,7 @@ static void open_stream(struct session *S, const struct proto_frame *f)
 		break;
 	}
 	if (r < 0)
-		stream_end_err(s, r, "%s: %s", agent_op_name(req.op), strerror(-r));
+		astream_end_err(s, r, "%s: %s", agent_op_name(req.op), strerror(-r));
 	agent_req_free(&req);
 }
 
@@ -296,14 +281,14 @@ static void on_input(struct session *S, struct astream *s, const struct proto_fr
 		if (s->ops && s->ops->input)
 			r = s->ops->input(s, f->payload, f->len);
 		else
-			stream_consumed(s, f->len); /* the op takes no input: drop it */
+			astream_consumed(s, f->len); /* the op takes no input: drop it */
 	} else if (s->ops && s->ops->input_eof) {
 		r = s->ops->input_eof(s);
 	}
 	if (r < 0 && !s->ended) {
 		if (s->ops && s->ops->cancel)
 			s->ops->cancel(s);
-		stream_end_err(s, r, "%s", strerror(-r));
+		astream_end_err(s, r, "%s", strerror(-r));
 	}
 }
 
@@ -313,8 +298,8 @@ static void cancel_stream(struct astream *s)
 		return;
 	if (s->ops && s->ops->cancel)
 		s->ops->cancel(s);
-	fq_clear(&s->q);
-	stream_end_err(s, ECANCELED, "cancelled by the host");
+	outq_clear(&s->q);
+	astream_end_err(s, ECANCELED, "cancelled by the host");
 }
 
 /* --- frame dispatch -------------------------------------------------------- */
@@ -335,10 +320,10 @@ static void on_frame(struct session *S, const struct proto_frame *f)
 		if (f->stream != 0 || f->len != 8) {
 			protocol_error(S, f->stream, EPROTO, "PING must be 8 bytes on stream 0");
 		} else {
-			struct frame_item *it = frame_new(PROTO_PONG, 0, 0, f->payload, 8);
+			struct outq_frame *it = outq_frame_new(PROTO_PONG, 0, 0, f->payload, 8);
 			if (it) {
 				it->droppable = 1;
-				session_queue_prio(S, it);
+				link_queue_prio(&S->link, it);
 			}
 		}
 		return;
@@ -347,7 +332,7 @@ static void on_frame(struct session *S, const struct proto_frame *f)
 	default:
 		break;
 	}
-	int r = proto_mux_check(&S->mux, f);
+	int r = proto_mux_check(&S->link.mux, f);
 	if (r == -ENOENT)
 		return; /* in flight when the stream closed */
 	if (r < 0) {
@@ -370,7 +355,7 @@ static void on_frame(struct session *S, const struct proto_frame *f)
 		open_stream(S, f);
 		return;
 	}
-	struct astream *s = session_stream_of(S, f->stream);
+	struct astream *s = stream_of(S, f->stream);
 	if (!s)
 		return;
 	switch (f->type) {
@@ -379,7 +364,7 @@ static void on_frame(struct session *S, const struct proto_frame *f)
 		on_input(S, s, f);
 		break;
 	case PROTO_WINDOW:
-		stream_kick(s);
+		astream_kick(s);
 		break;
 	case PROTO_CANCEL:
 		cancel_stream(s);
@@ -480,7 +465,7 @@ static void on_transport(struct loop_watch *w, uint32_t ev)
 			return;
 		}
 		if (budget == 0)
-			S->busy = 1;
+			S->link.busy = 1;
 	}
 	if (S->fd >= 0 && S->host_present && (ev & EPOLLOUT))
 		flush(S);
@@ -537,9 +522,9 @@ static void host_away(struct session *S, const char *why)
 {
 	char q[80];
 	log_kv(LOG_INFO, "agent.host_away", "why=%s streams=%u", log_quote(why, q, sizeof(q)),
-	       S->mux.nopen);
+	       S->link.mux.nopen);
 	reset_streams(S, 0);
-	wire_clear(&S->wire, 0);
+	outq_wire_clear(&S->wire, 0);
 	proto_decoder_resync(&S->dec);
 	S->greeted = 0;
 	S->host_present = 0;
@@ -632,13 +617,13 @@ static void on_probe(struct loop_timer *t, int64_t now)
 
 /* --- writer ----------------------------------------------------------------- */
 
-static void on_written(void *ctx, const struct frame_item *it)
+static void on_written(void *ctx, const struct outq_frame *it)
 {
 	struct session *S = ctx;
 	S->frames_out++;
 	if (!it->closes)
 		return;
-	struct astream *s = session_stream_of(S, it->stream);
+	struct astream *s = stream_of(S, it->stream);
 	if (s && s->ended)
 		free_stream(S, s);
 }
@@ -647,12 +632,10 @@ static void on_written(void *ctx, const struct frame_item *it)
  * in turn. */
 static void fill_wire(struct session *S)
 {
-	while (wire_room(&S->wire)) {
-		struct frame_item *it = fq_pop(&S->prio);
+	while (outq_wire_room(&S->wire)) {
+		struct outq_frame *it = link_pop_prio(&S->link);
 		if (it) {
-			if (it->droppable)
-				S->prio_drop_bytes -= it->len + PROTO_HDR_SIZE;
-			wire_add(&S->wire, it);
+			outq_wire_add(&S->wire, it);
 			continue;
 		}
 		int found = 0;
@@ -661,10 +644,10 @@ static void fill_wire(struct session *S)
 			struct astream *s = S->slot[i];
 			if (!s || !s->q.head)
 				continue;
-			it = fq_pop(&s->q);
+			it = outq_pop(&s->q);
 			if (it->type == PROTO_DATA && !s->ended)
-				stream_kick(s);
-			wire_add(&S->wire, it);
+				astream_kick(s);
+			outq_wire_add(&S->wire, it);
 			S->rr = i;
 			found = 1;
 			break;
@@ -683,7 +666,7 @@ static void flush(struct session *S)
 		if (S->wire.n == 0)
 			break;
 		int again = 0;
-		ssize_t r = wire_write(&S->wire, S->fd, &again, on_written, S);
+		ssize_t r = outq_wire_write(&S->wire, S->fd, &again, on_written, S);
 		if (r < 0) {
 			host_away(S, strerror((int)-r));
 			return;
@@ -698,7 +681,7 @@ static void flush(struct session *S)
 static void on_idle(void *ctx)
 {
 	struct session *S = ctx;
-	S->busy = 0;
+	S->link.busy = 0;
 	for (int round = 0; round < 4; round++) {
 		int kicked = 0;
 		for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++) {
@@ -722,14 +705,14 @@ static void on_idle(void *ctx)
 	}
 	for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++)
 		if (S->slot[i] && S->slot[i]->kick)
-			S->busy = 1;
-	if (S->prio.head && S->wire.n == 0 && S->host_present)
-		S->busy = 1;
+			S->link.busy = 1;
+	if (S->link.prio.head && S->wire.n == 0 && S->host_present)
+		S->link.busy = 1;
 }
 
 int session_busy(struct session *S)
 {
-	return S->busy;
+	return S->link.busy;
 }
 
 /* --- setup ------------------------------------------------------------------ */
@@ -774,7 +757,7 @@ int session_new(struct agent_env *env, enum session_transport kind, const char *
 	S->lfd = S->fd = -1;
 	S->path = strdup(path);
 	proto_decoder_init(&S->dec);
-	proto_mux_init(&S->mux, PROTO_ROLE_AGENT);
+	link_init(&S->link);
 	loop_watch_init(&S->lwatch, on_accept, S);
 	loop_watch_init(&S->watch, on_transport, S);
 	loop_timer_init(&S->probe, on_probe, S);
@@ -803,7 +786,7 @@ void session_free(struct session *S)
 	if (!S)
 		return;
 	reset_streams(S, 0);
-	wire_clear(&S->wire, 0);
+	outq_wire_clear(&S->wire, 0);
 	loop_watch_del(S->env->loop, &S->watch);
 	loop_watch_del(S->env->loop, &S->lwatch);
 	loop_timer_cancel(S->env->loop, &S->probe);

@@ -21,9 +21,10 @@
 
 #include <stdint.h>
 
+#include "agent/link.h"
 #include "agent/loop.h"
 #include "agent/outq.h"
-#include "agent/stream.h"
+#include "agent/astream.h"
 #include "common/proto.h"
 
 /* How often a port whose host is away is probed as well, ms (the
@@ -34,8 +35,6 @@
 #define SESSION_AWAY_FAST_MS 10
 /* How often a port that does not exist yet is looked for, ms. */
 #define SESSION_FIND_POLL_MS 100
-/* Cap on droppable priority frames (PONG, ERROR) queued, bytes. */
-#define SESSION_PRIO_DROP_CAP (256u * 1024u)
 
 enum session_transport {
 	SESSION_LISTEN = 1, /* path is a Unix socket to listen on */
@@ -56,13 +55,10 @@ struct session {
 	struct loop_watch lwatch, watch;
 	struct loop_timer probe; /* away / not-found probing */
 	struct proto_decoder dec;
-	struct proto_mux mux;
-	struct astream *slot[PROTO_MAX_STREAMS]; /* parallel to mux.s[] */
-	struct fqueue prio;     /* connection frames and WINDOW grants */
-	size_t prio_drop_bytes; /* droppable bytes in prio */
-	struct wire wire;
+	struct link link;       /* credit, priority frames, busy: shared with streams */
+	struct astream *slot[PROTO_MAX_STREAMS]; /* parallel to link.mux.s[] */
+	struct outq_wire wire;
 	unsigned rr;            /* round-robin cursor over slot[] */
-	int busy;               /* more work is ready without waiting */
 	uint64_t frames_in, frames_out, garbage_errors;
 };
 
@@ -83,11 +79,5 @@ int session_busy(struct session *S);
 /* session_free - cancel every stream, close the transport, free. */
 void session_free(struct session *S);
 
-/* session_queue_prio - queue a frame ahead of all stream frames (takes
- * ownership; droppable frames beyond SESSION_PRIO_DROP_CAP are freed). */
-void session_queue_prio(struct session *S, struct frame_item *it);
-
-/* session_stream_of - the stream with id, or NULL. */
-struct astream *session_stream_of(struct session *S, uint32_t id);
 
 #endif
