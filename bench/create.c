@@ -212,7 +212,7 @@ static int peer_start(struct peer *p, struct strv *argv, const char *dir, int ti
 	p->pidfd = -1;
 	snprintf(p->dir, sizeof(p->dir), "%s", dir);
 	int64_t deadline = util_now_ms() + timeout_ms;
-	int r = spawn_detached(argv->v, dir, 0, &p->pid);
+	int r = spawn_detached(argv->v, dir, NULL, &p->pid);
 	if (r < 0)
 		return r;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);

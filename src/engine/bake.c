@@ -163,7 +163,7 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 	if (r < 0)
 		return r;
 	struct qemu_instance in = {
-		.role = QEMU_ROLE_BAKE, .run_dir = tmp, .mem_path = mem, .disk = disk,
+		.role = QEMU_ROLE_BAKE, .sock_dir = tmp, .mem_path = mem, .disk = disk,
 		.kernel = m->kernel, .initrd = m->initramfs, .append = cmdline,
 	};
 	struct strv argv;
@@ -172,7 +172,7 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 		strv_free(&argv);
 		return fail(b, r, "cannot build the QEMU command line: %s", strerror(-r));
 	}
-	r = spawn_detached(argv.v, tmp, 0, &v->pid);
+	r = spawn_detached(argv.v, tmp, NULL, &v->pid);
 	strv_free(&argv);
 	if (r < 0)
 		return fail(b, r, "cannot start %s: %s", qemu_binary(), strerror(-r));

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,8 +26,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-
-extern char **environ;
+#include "engine/jail.h"
 
 static const char log_marker[] = "\n[pandastack: log truncated]\n";
 
@@ -173,13 +174,107 @@ struct spawn_fds {
 
 struct spawn_status {
 	int32_t pid;
-	int32_t err;  /* errno of fork/exec, 0 when QEMU runs */
+	int32_t err;  /* errno of fork/exec or of a jail step, 0 when QEMU runs */
 };
 
-/* The monitor: starts QEMU, reports, logs, records the exit.  Never returns. */
-static void monitor(char *const argv[], struct spawn_fds *f, size_t cap)
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* <run>/deadline as Unix ms; 0 when absent or unreadable.  Async-signal-safe. */
+static int64_t read_deadline(int dir)
+{
+	int fd = openat(dir, SPAWN_DEADLINE_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	char buf[32];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	int64_t v = 0;
+	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9' && v < INT64_MAX / 10 - 10; i++)
+		v = v * 10 + (buf[i] - '0');
+	return v;
+}
+
+/* What the monitor watches besides the logs. */
+struct watch {
+	int ino;               /* inotify on the run directory, -1 */
+	int lifeline;          /* -1 once released or unused */
+	int64_t deadline;      /* Unix ms, 0 none */
+	int64_t recheck_at;    /* monotonic ms: look whether run_dir is gone, 0 none */
+	const char *killed;    /* why the monitor ended QEMU, NULL */
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* poll timeout until the next thing the watch must look at. */
+static int watch_timeout(const struct watch *w)
+{
+	int64_t t = -1;
+	if (w->deadline) {
+		int64_t left = w->deadline - wall_ms();
+		t = left > 0 ? left : 0;
+	}
+	if (w->recheck_at) {
+		int64_t left = w->recheck_at - mono_ms();
+		left = left > 0 ? left : 0;
+		t = t < 0 || left < t ? left : t;
+	}
+	return t < 0 ? -1 : (t > 60000 ? 60000 : (int)t);
+}
+
+/* Drain inotify: a new deadline is re-read; a removal anywhere in the
+ * folder makes us look, a moment later, whether the folder itself is gone
+ * (its IN_DELETE_SELF never comes while we hold it open). */
+static void watch_events(struct watch *w, int dir)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		ssize_t n = read(w->ino, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *e = (struct inotify_event *)p;
+			if (e->mask & (IN_DELETE | IN_DELETE_SELF | IN_MOVED_FROM))
+				w->recheck_at = mono_ms() + 100;
+			if ((e->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) && e->len &&
+			    !strcmp(e->name, SPAWN_DEADLINE_FILE))
+				w->deadline = read_deadline(dir);
+			p += sizeof(*e) + e->len;
+		}
+	}
+}
+
+/* Why QEMU must end now, or NULL. */
+static const char *watch_verdict(struct watch *w, int dir)
+{
+	if (w->recheck_at && mono_ms() >= w->recheck_at) {
+		w->recheck_at = 0;
+		struct stat st;
+		if (fstat(dir, &st) == 0 && st.st_nlink == 0)
+			return "sandbox folder removed";
+	}
+	if (w->deadline && wall_ms() >= w->deadline)
+		return "deadline passed";
+	return NULL;
+}
+
+/* The monitor: starts QEMU, reports, logs, watches, records the exit.
+ * Never returns.  A fork of a possibly multi-threaded process that never
+ * execs: async-signal-safe calls only, for its whole life. */
+static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_opts *o)
 {
 	struct spawn_status st = {0, 0};
+	const struct jail *j = o->jail;
+	size_t cap = o->log_cap ? o->log_cap : SPAWN_DEFAULT_LOG_CAP;
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -192,14 +287,28 @@ static void monitor(char *const argv[], struct spawn_fds *f, size_t cap)
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGCHLD, &sa, NULL);
 	prctl(PR_SET_NAME, "ps-qemu-mon", 0, 0, 0);
-	int keep[] = {f->dir, f->devnull, f->con, f->log, f->out[0], f->out[1],
-		      f->err[0], f->err[1], f->stat[1]};
-	close_others(keep, (int)(sizeof(keep) / sizeof(keep[0])));
+	/* The logs and pipes, stat, lifeline, uid lock, memfd, cgroup.procs. */
+	int keep[8 + 4 + VMCG_MAX_DIRS] = {f->dir, f->devnull, f->con, f->log, f->out[0], f->out[1],
+					   f->err[0], f->err[1]};
+	int nkeep = 8;
+	keep[nkeep++] = f->stat[1];
+	if (o->lifeline_fd > 0)
+		keep[nkeep++] = o->lifeline_fd;
+	if (j) {
+		keep[nkeep++] = jail_lock_fd(j);
+		if (jail_mem_fd(j) >= 0)
+			keep[nkeep++] = jail_mem_fd(j);
+		const struct vmcg *cg = jail_cgroup(j);
+		for (int i = 0; i < cg->ndirs; i++)
+			if (cg->procs_fd[i] >= 0)
+				keep[nkeep++] = cg->procs_fd[i];
+	}
+	close_others(keep, nkeep);
 	dup2(f->devnull, 0);
 	dup2(f->devnull, 1);
 	dup2(f->devnull, 2);
 	int ex[2];
-	if (pipe2(ex, O_CLOEXEC) < 0) {
+	if ((j && unshare(CLONE_NEWPID) < 0) || pipe2(ex, O_CLOEXEC) < 0) {
 		st.err = errno;
 		write_full(f->stat[1], (const char *)&st, sizeof(st));
 		_exit(1);
@@ -211,38 +320,71 @@ static void monitor(char *const argv[], struct spawn_fds *f, size_t cap)
 		_exit(1);
 	}
 	if (q == 0) {
+		static char *const empty_env[] = {NULL};
 		sa.sa_handler = SIG_DFL;
 		for (int s = 1; s < NSIG; s++)
 			sigaction(s, &sa, NULL);
 		dup2(f->out[1], 1);
 		dup2(f->err[1], 2);
-		/* Everything from 3 up closes at exec, the exec-error pipe too. */
+		/* Everything from 3 up closes at exec, the exec-error pipe too
+		 * (the jail re-opens the one descriptor QEMU maps). */
 		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-		execve(argv[0], argv, environ);
-		int e = errno;
+		int e = j ? -jail_enter(j) : 0;
+		if (!e) {
+			execve(argv[0], argv, empty_env);
+			e = errno;
+		}
 		write_full(ex[1], (const char *)&e, sizeof(e));
 		_exit(127);
 	}
 	close(ex[1]);
 	close(f->out[1]);
 	close(f->err[1]);
+	if (j) {
+		/* QEMU has what it needs; the uid lock stays with us. */
+		const struct vmcg *cg = jail_cgroup(j);
+		for (int i = 0; i < cg->ndirs; i++)
+			if (cg->procs_fd[i] >= 0)
+				close(cg->procs_fd[i]);
+		if (jail_mem_fd(j) >= 0)
+			close(jail_mem_fd(j));
+	}
 	int e = 0;
 	ssize_t n;
 	while ((n = read(ex[0], &e, sizeof(e))) < 0 && errno == EINTR)
 		;
 	close(ex[0]);
 	st.pid = q;
-	st.err = n == (ssize_t)sizeof(e) ? e : 0;
+	/* EOF: the exec happened (the pipe closed with it). */
+	st.err = n == (ssize_t)sizeof(e) ? e : (n < 0 ? errno : 0);
 	write_full(f->stat[1], (const char *)&st, sizeof(st));
 	close(f->stat[1]);
 	if (st.err) {
 		waitpid(q, NULL, 0);
+		if (j)
+			vmcg_remove(jail_cgroup(j));
 		_exit(1);
+	}
+	struct watch w = {.ino = -1, .lifeline = o->lifeline_fd > 0 ? o->lifeline_fd : -1};
+	if (o->watch) {
+		char self[64];
+		size_t so = 0;
+		put_str(self, sizeof(self), &so, "/proc/self/fd/");
+		put_int(self, sizeof(self), &so, f->dir);
+		w.ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		if (w.ino >= 0 &&
+		    inotify_add_watch(w.ino, self,
+				      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+					      IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+			close(w.ino);
+			w.ino = -1;
+		}
+		w.deadline = read_deadline(f->dir);
 	}
 	struct log_sink sinks[2] = {{f->out[0], f->con, 0, 0}, {f->err[0], f->log, 0, 0}};
 	char buf[16384];
 	for (;;) {
-		struct pollfd p[2];
+		struct pollfd p[4];
 		int np = 0, idx[2];
 		for (int i = 0; i < 2; i++)
 			if (sinks[i].in >= 0) {
@@ -252,9 +394,21 @@ static void monitor(char *const argv[], struct spawn_fds *f, size_t cap)
 			}
 		if (np == 0)
 			break;
-		if (poll(p, (nfds_t)np, -1) < 0)
+		int nlogs = np, pino = -1, plife = -1;
+		if (w.ino >= 0 && !w.killed) {
+			p[np].fd = w.ino;
+			p[np].events = POLLIN;
+			pino = np++;
+		}
+		if (w.lifeline >= 0 && !w.killed) {
+			p[np].fd = w.lifeline;
+			p[np].events = POLLIN;
+			plife = np++;
+		}
+		int pr = poll(p, (nfds_t)np, w.killed ? -1 : watch_timeout(&w));
+		if (pr < 0)
 			continue;
-		for (int i = 0; i < np; i++) {
+		for (int i = 0; i < nlogs; i++) {
 			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			struct log_sink *s = &sinks[idx[i]];
@@ -263,26 +417,51 @@ static void monitor(char *const argv[], struct spawn_fds *f, size_t cap)
 				s->in = -1;
 			}
 		}
+		if (w.killed)
+			continue;
+		if (pino >= 0 && (p[pino].revents & POLLIN))
+			watch_events(&w, f->dir);
+		const char *why = o->watch ? watch_verdict(&w, f->dir) : NULL;
+		if (plife >= 0 && (p[plife].revents & (POLLIN | POLLHUP | POLLERR))) {
+			char c;
+			ssize_t got = read(w.lifeline, &c, 1);
+			if (got != 0 && !(got < 0 && (errno == EINTR || errno == EAGAIN))) {
+				close(w.lifeline); /* released (or broken: keep QEMU) */
+				w.lifeline = -1;
+			} else if (got == 0) {
+				why = "its daemon went away before it was used";
+			}
+		}
+		if (why) {
+			w.killed = why;
+			kill(q, SIGKILL);
+		}
 	}
 	int ws = 0;
 	while (waitpid(q, &ws, 0) < 0 && errno == EINTR)
 		;
-	char line[96];
-	size_t o = 0;
+	if (j)
+		vmcg_remove(jail_cgroup(j));
+	char line[160];
+	size_t o2 = 0;
 	if (WIFSIGNALED(ws)) {
-		put_str(line, sizeof(line), &o, "killed by signal ");
-		put_int(line, sizeof(line), &o, WTERMSIG(ws));
-		put_str(line, sizeof(line), &o, " (");
-		put_str(line, sizeof(line), &o, sig_name(WTERMSIG(ws)));
-		put_str(line, sizeof(line), &o, ")\n");
+		put_str(line, sizeof(line), &o2, "killed by signal ");
+		put_int(line, sizeof(line), &o2, WTERMSIG(ws));
+		put_str(line, sizeof(line), &o2, " (");
+		put_str(line, sizeof(line), &o2, sig_name(WTERMSIG(ws)));
+		put_str(line, sizeof(line), &o2, ")");
 	} else {
-		put_str(line, sizeof(line), &o, "exited ");
-		put_int(line, sizeof(line), &o, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
-		put_str(line, sizeof(line), &o, "\n");
+		put_str(line, sizeof(line), &o2, "exited ");
+		put_int(line, sizeof(line), &o2, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
 	}
+	if (w.killed) {
+		put_str(line, sizeof(line), &o2, ": ");
+		put_str(line, sizeof(line), &o2, w.killed);
+	}
+	put_str(line, sizeof(line), &o2, "\n");
 	int xf = openat(f->dir, "qemu.exit.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (xf >= 0) {
-		write_full(xf, line, o);
+		write_full(xf, line, o2);
 		close(xf);
 		renameat(f->dir, "qemu.exit.tmp", f->dir, "qemu.exit");
 	}
@@ -300,14 +479,15 @@ static void close_fds(struct spawn_fds *f)
 		}
 }
 
-int spawn_detached(char *const argv[], const char *run_dir, size_t log_cap, pid_t *pid)
+int spawn_detached(char *const argv[], const char *run_dir, const struct spawn_opts *opts,
+		   pid_t *pid)
 {
 	struct spawn_fds f = {-1, -1, -1, -1, {-1, -1}, {-1, -1}, {-1, -1}};
+	struct spawn_opts none = {0};
+	const struct spawn_opts *o = opts ? opts : &none;
 	int r = 0;
 	if (!argv || !argv[0] || argv[0][0] != '/')
 		return -EINVAL;
-	if (!log_cap)
-		log_cap = SPAWN_DEFAULT_LOG_CAP;
 	f.dir = high_fd(open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	f.devnull = high_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
 	if (f.dir < 0 || f.devnull < 0) {
@@ -339,7 +519,7 @@ int spawn_detached(char *const argv[], const char *run_dir, size_t log_cap, pid_
 		}
 		if (m > 0)
 			_exit(0);
-		monitor(argv, &f, log_cap);
+		monitor(argv, &f, o);
 	}
 	close(f.stat[1]);
 	f.stat[1] = -1;
@@ -366,6 +546,27 @@ int spawn_detached(char *const argv[], const char *run_dir, size_t log_cap, pid_
 	r = util_write_file(path, num, (size_t)len, 0644);
 out:
 	close_fds(&f);
+	return r;
+}
+
+int spawn_set_deadline(const char *run_dir, int64_t unix_ms)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", run_dir, SPAWN_DEADLINE_FILE) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (unix_ms <= 0)
+		return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+	char num[32];
+	int len = snprintf(num, sizeof(num), "%lld\n", (long long)unix_ms);
+	return util_write_file(path, num, (size_t)len, 0644);
+}
+
+int spawn_release(int fd)
+{
+	if (fd < 0)
+		return 0;
+	int r = util_write_all(fd, "r", 1);
+	close(fd);
 	return r;
 }
 

@@ -5,6 +5,7 @@
  * its own, exec failures reported; and the host TSC measurement.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -69,7 +70,7 @@ static void test_detached_with_logs_and_exit(void **state)
 	char *argv[] = {"/bin/sh", "-c",
 			"echo console; echo problem >&2; sleep 0.2; exit 3", NULL};
 	pid_t pid = 0;
-	assert_int_equal(spawn_detached(argv, dir, 0, &pid), 0);
+	assert_int_equal(spawn_detached(argv, dir, NULL, &pid), 0);
 	assert_true(pid > 0);
 	/* Its own session, and not our child (the monitor is its parent). */
 	assert_int_not_equal(getsid(pid), getsid(0));
@@ -99,7 +100,8 @@ static void test_logs_are_capped(void **state)
 	 * says so, and the writer is never blocked (it exits normally). */
 	char *argv[] = {"/bin/sh", "-c", "head -c 4194304 /dev/zero | tr '\\0' x", NULL};
 	pid_t pid = 0;
-	assert_int_equal(spawn_detached(argv, dir, 65536, &pid), 0);
+	struct spawn_opts o = {.log_cap = 65536};
+	assert_int_equal(spawn_detached(argv, dir, &o, &pid), 0);
 	wait_gone(pid);
 	char st[96];
 	assert_int_equal(spawn_exit_status(dir, 5000, st, sizeof(st)), 0);
@@ -119,7 +121,7 @@ static void test_killed_by_signal(void **state)
 	(void)state;
 	char *argv[] = {"/bin/sleep", "100", NULL};
 	pid_t pid = 0;
-	assert_int_equal(spawn_detached(argv, dir, 0, &pid), 0);
+	assert_int_equal(spawn_detached(argv, dir, NULL, &pid), 0);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	wait_gone(pid);
 	char st[96];
@@ -132,10 +134,137 @@ static void test_exec_failure_reported(void **state)
 	(void)state;
 	char *argv[] = {"/nonexistent/qemu", NULL};
 	pid_t pid = 0;
-	assert_int_equal(spawn_detached(argv, dir, 0, &pid), -ENOENT);
+	assert_int_equal(spawn_detached(argv, dir, NULL, &pid), -ENOENT);
 	char *rel[] = {"relative", NULL};
-	assert_int_equal(spawn_detached(rel, dir, 0, &pid), -EINVAL);
-	assert_int_equal(spawn_detached(argv, "/nonexistent/dir", 0, &pid), -ENOENT);
+	assert_int_equal(spawn_detached(rel, dir, NULL, &pid), -EINVAL);
+	assert_int_equal(spawn_detached(argv, "/nonexistent/dir", NULL, &pid), -ENOENT);
+}
+
+/* A fresh folder under dir for one test. */
+static void subdir(const char *name, char *out)
+{
+	snprintf(out, PATH_MAX, "%s/%s", dir, name);
+	util_rm_rf(out);
+	assert_int_equal(mkdir(out, 0755), 0);
+}
+
+static int alive(pid_t pid)
+{
+	return kill(pid, 0) == 0;
+}
+
+/* The child's environment is empty: nothing of ours reaches it. */
+static void test_environment_is_empty(void **state)
+{
+	(void)state;
+	char d[PATH_MAX];
+	subdir("env", d);
+	setenv("PANDASTACK_TEST_SECRET", "s3cret", 1);
+	char *argv[] = {"/usr/bin/env", NULL};
+	pid_t pid = 0;
+	assert_int_equal(spawn_detached(argv, d, NULL, &pid), 0);
+	wait_gone(pid);
+	char st[96];
+	assert_int_equal(spawn_exit_status(d, 5000, st, sizeof(st)), 0);
+	assert_string_equal(st, "exited 0");
+	char path[PATH_MAX + 32], *out = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/console.log", d);
+	assert_int_equal(util_read_file(path, 65536, &out, &len), 0);
+	/* Positive control: our own environment has the variable. */
+	assert_non_null(getenv("PANDASTACK_TEST_SECRET"));
+	assert_int_equal(len, 0);
+	free(out);
+	unsetenv("PANDASTACK_TEST_SECRET");
+}
+
+/* The monitor ends its child at the deadline file's time, and a later
+ * deadline written before then postpones it. */
+static void test_deadline_ends_child(void **state)
+{
+	(void)state;
+	char d[PATH_MAX];
+	subdir("deadline", d);
+	char *argv[] = {"/bin/sleep", "100", NULL};
+	pid_t pid = 0;
+	struct spawn_opts o = {.watch = 1};
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	assert_int_equal(spawn_set_deadline(d, now + 400), 0);
+	assert_int_equal(spawn_detached(argv, d, &o, &pid), 0);
+	/* Postponed by 1.5 s: still alive after the first deadline. */
+	assert_int_equal(spawn_set_deadline(d, now + 1500), 0);
+	usleep(900 * 1000);
+	assert_true(alive(pid));
+	wait_gone(pid);
+	int64_t ended = (int64_t)(util_wall_ns() / 1000000u);
+	assert_true(ended >= now + 1500);
+	char st[128];
+	assert_int_equal(spawn_exit_status(d, 5000, st, sizeof(st)), 0);
+	assert_string_equal(st, "killed by signal 9 (SIGKILL): deadline passed");
+	/* Without a deadline nothing ends it (control). */
+	subdir("nodeadline", d);
+	assert_int_equal(spawn_detached(argv, d, &o, &pid), 0);
+	usleep(300 * 1000);
+	assert_true(alive(pid));
+	kill(pid, SIGKILL);
+	wait_gone(pid);
+}
+
+/* Removing the folder ends the child. */
+static void test_removed_folder_ends_child(void **state)
+{
+	(void)state;
+	char d[PATH_MAX];
+	subdir("removed", d);
+	char *argv[] = {"/bin/sleep", "100", NULL};
+	pid_t pid = 0;
+	struct spawn_opts o = {.watch = 1};
+	assert_int_equal(spawn_detached(argv, d, &o, &pid), 0);
+	usleep(200 * 1000);
+	assert_true(alive(pid));
+	/* Removing a file in it is not removing it. */
+	char f[PATH_MAX + 16];
+	snprintf(f, sizeof(f), "%s/qemu.pid", d);
+	assert_int_equal(unlink(f), 0);
+	usleep(300 * 1000);
+	assert_true(alive(pid));
+	assert_int_equal(util_rm_rf(d), 0);
+	wait_gone(pid);
+}
+
+/* A lifeline that reaches EOF before its byte ends the child; after the
+ * byte (spawn_release) it does not. */
+static void test_lifeline(void **state)
+{
+	(void)state;
+	char d[PATH_MAX];
+	char *argv[] = {"/bin/sleep", "100", NULL};
+	for (int release = 0; release < 2; release++) {
+		subdir(release ? "life-kept" : "life-cut", d);
+		int p[2];
+		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+		pid_t pid = 0;
+		struct spawn_opts o = {.lifeline_fd = p[0]};
+		assert_int_equal(spawn_detached(argv, d, &o, &pid), 0);
+		close(p[0]);
+		usleep(200 * 1000);
+		assert_true(alive(pid));
+		if (release)
+			assert_int_equal(spawn_release(p[1]), 0);
+		else
+			close(p[1]);
+		usleep(500 * 1000);
+		if (release) {
+			assert_true(alive(pid));
+			kill(pid, SIGKILL);
+		}
+		wait_gone(pid);
+		char st[128];
+		assert_int_equal(spawn_exit_status(d, 5000, st, sizeof(st)), 0);
+		assert_string_equal(st, release ? "killed by signal 9 (SIGKILL)"
+						: "killed by signal 9 (SIGKILL): its daemon went away "
+						  "before it was used");
+	}
 }
 
 static void test_proc_run(void **state)
@@ -187,6 +316,10 @@ int main(void)
 		cmocka_unit_test(test_logs_are_capped),
 		cmocka_unit_test(test_killed_by_signal),
 		cmocka_unit_test(test_exec_failure_reported),
+		cmocka_unit_test(test_environment_is_empty),
+		cmocka_unit_test(test_deadline_ends_child),
+		cmocka_unit_test(test_removed_folder_ends_child),
+		cmocka_unit_test(test_lifeline),
 		cmocka_unit_test(test_proc_run),
 		cmocka_unit_test(test_host_tsc),
 	};
