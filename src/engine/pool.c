@@ -107,7 +107,7 @@ static void *refill(void *arg)
 			struct vm_err err;
 			int r = engine_path_join(dir, p->dir, name);
 			if (r == 0)
-				r = vm_launch_clone(p->t, dir, util_now_ms() + POOL_LAUNCH_MS, &v, &err);
+				r = vm_launch_clone(p->t, dir, 1, util_now_ms() + POOL_LAUNCH_MS, &v, &err);
 			pthread_mutex_lock(&p->mu);
 			if (r == 0) {
 				if (p->stop || p->nready >= p->size) {
@@ -198,6 +198,8 @@ int pool_take(struct pool *p, const char *run_dir, int timeout_ms, struct vm **o
 	}
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", run_dir);
 	int r = vm_finish_restore(v, p->t, deadline, err);
+	if (r == 0)
+		r = vm_handed_out(v);
 	if (r < 0) {
 		vm_discard(v);
 		return r;

@@ -92,7 +92,7 @@ int qemu_command_line(const char *qemu_bin, const struct machine_spec *m,
 {
 	char sock[PATH_MAX];
 	int r;
-	if (!qemu_bin || !inst->run_dir || !inst->mem_path || !inst->disk)
+	if (!qemu_bin || !inst->sock_dir || !inst->mem_path || !inst->disk)
 		return -EINVAL;
 	if (inst->role != QEMU_ROLE_BAKE && inst->role != QEMU_ROLE_CLONE)
 		return -EINVAL;
@@ -115,14 +115,14 @@ int qemu_command_line(const char *qemu_bin, const struct machine_spec *m,
 		return r;
 	strv_add(out, "-chardev");
 	strv_add(out, "stdio,id=con,signal=off");
-	if (snprintf(sock, sizeof(sock), "%s/qmp.sock", inst->run_dir) >= (int)sizeof(sock))
+	if (snprintf(sock, sizeof(sock), "%s/qmp.sock", inst->sock_dir) >= (int)sizeof(sock))
 		return -E2BIG;
 	strv_add(out, "-chardev");
 	if ((r = add_path_opt(out, "socket,id=qmp,server=on,wait=off,path=", sock, "")) < 0)
 		return r;
 	strv_add(out, "-mon");
 	strv_add(out, "chardev=qmp,mode=control");
-	if (snprintf(sock, sizeof(sock), "%s/agent.sock", inst->run_dir) >= (int)sizeof(sock))
+	if (snprintf(sock, sizeof(sock), "%s/agent.sock", inst->sock_dir) >= (int)sizeof(sock))
 		return -E2BIG;
 	strv_add(out, "-chardev");
 	if ((r = add_path_opt(out, "socket,id=agent,server=on,wait=off,path=", sock, "")) < 0)

@@ -53,8 +53,8 @@ enum qemu_role {
 /* Where one QEMU process keeps its things (borrowed strings). */
 struct qemu_instance {
 	enum qemu_role role;
-	const char *run_dir;     /* qmp.sock and agent.sock are made here */
-	const char *mem_path;    /* the template's memory file */
+	const char *sock_dir;    /* qmp.sock and agent.sock are made here */
+	const char *mem_path;    /* the template's memory file (/proc/self/fd/N for a memfd) */
 	const char *disk;        /* bake: disk.qcow2; clone: overlay.qcow2 */
 	const char *kernel;      /* bake only: vmlinux (PVH) */
 	const char *initrd;      /* bake only: initramfs */

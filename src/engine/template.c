@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "engine/jail.h"
 #include "engine/proc.h"
 
 const char *engine_cache_dir(const char *flag)
@@ -288,6 +289,8 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 	if (!t)
 		return -ENOMEM;
 	strv_init(&t->machine_args);
+	t->mem_fd = -1;
+	pthread_mutex_init(&t->mem_lock, NULL);
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	if (snprintf(t->dir, sizeof(t->dir), "%s/templates/%s", cache_dir, name) >= (int)sizeof(t->dir) ||
 	    path_in(t->memory, t->dir, "memory") < 0 || path_in(t->state, t->dir, "state") < 0 ||
@@ -330,6 +333,15 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 			return -EINVAL;
 		}
 	}
+	unsigned cap_mib = JAIL_DEFAULT_DISK_CAP_MIB;
+	if (json_object_get(o, "disk_cap_mib") &&
+	    json_uint(o, "disk_cap_mib", 64, 1024u * 1024u, &cap_mib) < 0) {
+		snprintf(err, errlen, "%s/template.json: bad disk_cap_mib", t->dir);
+		json_decref(o);
+		template_free(t);
+		return -EINVAL;
+	}
+	t->disk_cap_bytes = (uint64_t)cap_mib << 20;
 	json_decref(o);
 	t->spec.accel = rec_accel;
 	t->spec.tb_size_mib = tb;
@@ -376,6 +388,13 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 		template_free(t);
 		return r;
 	}
+	/* The layers below disk.qcow2, which a jailed QEMU must see too. */
+	if ((r = qcow2_backing_chain(t->disk, t->disk_chain)) < 0) {
+		snprintf(err, errlen, "%s: cannot read its backing chain: %s", t->disk, strerror(-r));
+		template_free(t);
+		return r == -ENOENT ? -ENOENT : -EINVAL;
+	}
+	t->ndisk_chain = r;
 	seed_prepare(t);
 	*out = t;
 	return 0;
@@ -386,6 +405,9 @@ void template_free(struct template *t)
 	if (!t)
 		return;
 	strv_free(&t->machine_args);
+	if (t->mem_fd >= 0)
+		close(t->mem_fd);
+	pthread_mutex_destroy(&t->mem_lock);
 	free(t);
 }
 
@@ -397,6 +419,11 @@ const char *template_name(const struct template *t)
 const char *template_dir(const struct template *t)
 {
 	return t->dir;
+}
+
+uint64_t template_disk_cap_bytes(const struct template *t)
+{
+	return t->disk_cap_bytes;
 }
 
 unsigned template_memory_mib(const struct template *t)

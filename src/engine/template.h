@@ -14,6 +14,7 @@
 #define PANDASTACK_TEMPLATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/accel.h"
 
@@ -46,6 +47,9 @@ void template_free(struct template *t);
 const char *template_name(const struct template *t);
 const char *template_dir(const struct template *t);
 unsigned template_memory_mib(const struct template *t);
+/* What one sandbox's disk overlay may grow to, bytes (template.json
+ * "disk_cap_mib", default JAIL_DEFAULT_DISK_CAP_MIB). */
+uint64_t template_disk_cap_bytes(const struct template *t);
 unsigned template_vcpus(const struct template *t);
 enum accel_kind template_accel(const struct template *t);
 

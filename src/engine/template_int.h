@@ -6,8 +6,11 @@
 #define PANDASTACK_TEMPLATE_INT_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "engine/manifest.h"
+#include "engine/qcow2.h"
 #include "engine/qemu_args.h"
 #include "engine/strv.h"
 #include "engine/template.h"
@@ -28,7 +31,22 @@ struct template {
 	char state[PATH_MAX];        /* <dir>/state */
 	char disk[PATH_MAX];         /* <dir>/disk.qcow2 */
 	char seed[PATH_MAX];         /* <dir>/overlay-seed.qcow2, "" if none */
+	char disk_chain[QCOW2_CHAIN_MAX][PATH_MAX]; /* the files below disk.qcow2 */
+	int ndisk_chain;
+	uint64_t disk_cap_bytes;     /* what a sandbox's overlay may grow to */
+	pthread_mutex_t mem_lock;    /* guards mem_fd */
+	int mem_fd;                  /* sealed copy of memory, -1 until first asked */
 };
+
+/*
+ * template_memory_fd - the template's guest RAM as a sealed memfd
+ * (template_memfd.c), made at the first call (the non-zero pages of
+ * <dir>/memory are copied: about a second per GiB written) and kept until
+ * template_free.  The descriptor is CLOEXEC and owned by t.  Any thread.
+ * Returns the descriptor, or -errno (-EINVAL: the file's size is not the
+ * template's RAM).
+ */
+int template_memory_fd(const struct template *t);
 
 /*
  * engine_qemu_version - "7.2.22 (Debian 1:7.2+dfsg-...)" of the QEMU this

@@ -32,7 +32,7 @@ int vm_restore(const struct template *t, const char *run_dir, int timeout_ms,
 {
 	int64_t t0 = util_now_ms(), deadline = t0 + timeout_ms;
 	struct vm *v = NULL;
-	int r = vm_launch_clone(t, run_dir, deadline, &v, err);
+	int r = vm_launch_clone(t, run_dir, 0, deadline, &v, err);
 	if (r < 0)
 		return r;
 	int64_t t1 = util_now_ms();
@@ -75,6 +75,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	if (!v)
 		return -ENOMEM;
 	v->pidfd = -1;
+	v->lifeline_fd = -1;
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", run_dir);
 	int r = vm_path(v, "vm.json", path);
 	if (r == 0)
@@ -88,7 +89,11 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	free(data);
 	json_t *tn = json_object_get(o, "template"), *sd = json_object_get(o, "spawn_dir");
 	json_t *st = json_object_get(o, "start_ticks"), *ac = json_object_get(o, "accel");
+	json_t *fm = json_object_get(o, "format"), *ui = json_object_get(o, "uid");
 	if (!json_is_object(o) || !json_is_string(tn) || !json_is_string(sd) ||
+	    !json_is_integer(fm) || json_integer_value(fm) != VM_JSON_FORMAT ||
+	    (ui && (!json_is_integer(ui) || json_integer_value(ui) < 0 ||
+		    json_integer_value(ui) > 0xfffffffe)) ||
 	    !json_is_integer(st) || !json_is_string(ac) ||
 	    json_string_length(tn) >= sizeof(v->template_name) ||
 	    json_string_length(sd) >= sizeof(v->spawn_dir) ||
@@ -101,6 +106,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	snprintf(v->template_name, sizeof(v->template_name), "%s", json_string_value(tn));
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", json_string_value(sd));
 	unsigned long long want_ticks = (unsigned long long)json_integer_value(st);
+	v->uid = ui ? (uid_t)json_integer_value(ui) : 0;
 	json_decref(o);
 
 	/* qemu.pid is the authority on the pid; vm.json's start time and
@@ -122,7 +128,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);
 	v->start_ticks = vm_proc_start_ticks(v->pid);
 	char needle[PATH_MAX + 16];
-	snprintf(needle, sizeof(needle), "%s/qmp.sock", v->spawn_dir);
+	snprintf(needle, sizeof(needle), "%s/" VM_QMP_SOCK, v->spawn_dir);
 	if ((v->pidfd < 0 && errno == ESRCH) || v->start_ticks == 0 ||
 	    (want_ticks && v->start_ticks != want_ticks) || !cmdline_mentions(v->pid, needle)) {
 		snprintf(err->msg, sizeof(err->msg), "QEMU of %s (pid %ld) is gone", run_dir, pid);
@@ -131,7 +137,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 		free(v);
 		return -ESRCH;
 	}
-	if ((r = vm_path(v, "qmp.sock", path)) < 0 ||
+	if ((r = vm_path(v, VM_QMP_SOCK, path)) < 0 ||
 	    (r = qmp_connect(path, vm_left_ms(deadline), &v->qmp)) < 0) {
 		v->qmp = NULL;
 		snprintf(err->msg, sizeof(err->msg), "QMP of %s does not answer: %s", run_dir,
@@ -212,7 +218,7 @@ struct agent_conn *vm_agent(struct vm *v)
 int vm_agent_reconnect(struct vm *v, int timeout_ms)
 {
 	char sock[PATH_MAX];
-	int r = vm_path(v, "agent.sock", sock);
+	int r = vm_path(v, VM_AGENT_SOCK, sock);
 	if (r < 0)
 		return r;
 	if (v->agent)
@@ -300,5 +306,17 @@ void vm_free(struct vm *v)
 		qmp_close(v->qmp);
 	if (v->pidfd >= 0)
 		close(v->pidfd);
+	if (v->lifeline_fd >= 0)
+		close(v->lifeline_fd);
 	free(v);
+}
+
+uid_t vm_uid(const struct vm *v)
+{
+	return v->uid;
+}
+
+int vm_set_deadline(struct vm *v, int64_t unix_ms)
+{
+	return spawn_set_deadline(v->run_dir, unix_ms);
 }

@@ -3,12 +3,16 @@
  * daemon restart, stop, pause/resume, status, and its agent connection.
  *
  * A run directory holds everything of one VM:
- *   qmp.sock     QMP (JSON) server socket
- *   agent.sock   the agent's virtio-serial port (chardev socket server)
- *   overlay.qcow2  the VM's writable disk layer over the template's disk.qcow2
+ *   jail/        what the jailed QEMU sees and writes (owned by its uid):
+ *     qmp.sock     QMP (JSON) server socket
+ *     agent.sock   the agent's virtio-serial port (chardev socket server)
+ *     overlay.qcow2  the VM's writable disk layer over the template's disk.qcow2
+ *   root/        the jail's root is mounted here, in QEMU's mount namespace only
  *   qemu.pid     QEMU's pid (decimal)
  *   console.log  the guest's serial console (capped)
- *   vm.json      what adopt needs: template name, pid, accelerator, start time
+ *   vm.json      what adopt needs: template name, pid, accelerator, start
+ *                time, uid
+ *   deadline     when the monitor ends QEMU if nobody did (vm_set_deadline)
  * QEMU runs detached (its own session): it outlives the process that
  * started it, and vm_adopt finds it again from the run directory.
  *
@@ -58,6 +62,18 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 
 /* vm_pid - QEMU's pid. */
 pid_t vm_pid(const struct vm *v);
+
+/* vm_uid - the uid QEMU runs as in its jail; 0 when not jailed. */
+uid_t vm_uid(const struct vm *v);
+
+/*
+ * vm_set_deadline - the time (Unix ms) after which QEMU's monitor ends it
+ * even if no daemon is there to stop it (spawn.h); 0: no deadline.  The
+ * daemon gives its TTL plus a grace period.  Call at create and at every
+ * TTL change.
+ * Returns 0 or -errno.
+ */
+int vm_set_deadline(struct vm *v, int64_t unix_ms);
 
 /* vm_run_dir - the run directory (borrowed). */
 const char *vm_run_dir(const struct vm *v);

@@ -16,6 +16,15 @@
 #include "engine/template_int.h"
 #include "engine/vm.h"
 
+/* Inside a run directory: the folder the jailed QEMU sees and writes (its
+ * sockets and disk overlay, owned by the sandbox's uid); everything else of
+ * the run directory (vm.json, logs, pid, deadline) is the host's. */
+#define VM_JAIL_DIR "jail"
+#define VM_QMP_SOCK VM_JAIL_DIR "/qmp.sock"
+#define VM_AGENT_SOCK VM_JAIL_DIR "/agent.sock"
+#define VM_OVERLAY VM_JAIL_DIR "/overlay.qcow2"
+#define VM_JSON_FORMAT 2
+
 /* How long vm_stop waits after `quit` before SIGKILL, ms. */
 #define VM_QUIT_GRACE_MS 2000
 #define VM_JSON_MAX (64u * 1024u)
@@ -24,7 +33,7 @@
  * debug level as vm.restore_phases (docs/engine.md, "Where a create's time
  * goes").  The launch steps of a pool entry ran before the take. */
 struct vm_phases {
-	int64_t overlay, spawn, qmp_connect, caps;          /* vm_launch_clone */
+	int64_t overlay, jail, spawn, qmp_connect, caps;    /* vm_launch_clone */
 	int64_t migrate_start, migrate_wait, cont;          /* vm_finish_restore */
 	int64_t agent_connect, hello, restore_op, vm_json;
 	unsigned hellos;                                    /* HELLO frames sent */
@@ -36,6 +45,8 @@ struct vm {
 	char template_name[MANIFEST_NAME_MAX];
 	enum accel_kind accel;
 	pid_t pid;
+	uid_t uid;                   /* the jail's uid, 0 when not jailed */
+	int lifeline_fd;             /* pool entries: the monitor's lifeline (spawn.h), -1 */
 	unsigned long long start_ticks; /* /proc/<pid>/stat field 22: tells pid reuse apart */
 	int pidfd;                   /* -1 if the kernel has none */
 	struct qmp *qmp;             /* NULL once QEMU is gone */
@@ -57,13 +68,20 @@ int vm_left_ms(int64_t deadline);
 
 /*
  * vm_launch_clone - create dir (must not exist), an overlay on t's disk
- * layer, start QEMU as a clone of t waiting in -incoming defer, connect QMP
- * and set the migration capabilities, all before deadline.
+ * layer, the jail (jail.h; when this process jails), start QEMU as a clone
+ * of t waiting in -incoming defer under its monitor (which ends it at the
+ * deadline file's time and when dir is removed; with lifeline, also when
+ * this process dies before vm_handed_out), connect QMP and set the
+ * migration capabilities, all before deadline.
  * Returns 0 with *out, or -errno with err->msg (nothing is left running
  * and dir is removed).
  */
-int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
+int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int64_t deadline,
 		    struct vm **out, struct vm_err *err);
+
+/* vm_handed_out - a pool entry became a sandbox: release its lifeline, so
+ * it outlives this process like any sandbox.  0 or -errno. */
+int vm_handed_out(struct vm *v);
 
 /*
  * vm_finish_restore - migrate t's state into the launched v, `cont`, open

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "engine/agent_conn.h"
 #include "engine/migrate.h"
+#include "engine/jail.h"
 #include "engine/spawn.h"
 
 int engine_path_join(char *out, const char *dir, const char *name)
@@ -120,6 +121,9 @@ void vm_discard(struct vm *v)
 	if (v->qmp)
 		qmp_close(v->qmp);
 	v->qmp = NULL;
+	if (v->lifeline_fd >= 0)
+		close(v->lifeline_fd);
+	v->lifeline_fd = -1;
 	if (v->pid > 0 && !vm_wait_exit(v, 0)) {
 		kill(v->pid, SIGKILL);
 		vm_wait_exit(v, 2000);
@@ -134,19 +138,61 @@ void vm_discard(struct vm *v)
 	free(v);
 }
 
-int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
+/* The jail of a clone: uid, control group, mount plan (jail.h).  Sets
+ * *mem_path to what QEMU maps: the template's sealed memfd when jailed. */
+static int prepare_jail(struct vm *v, const struct template *t, const char *jail_dir,
+			char *mem_path, struct jail **out, struct vm_err *err)
+{
+	*out = NULL;
+	const struct jail_host *h = jail_host_get();
+	if (!h) {
+		snprintf(err->msg, sizeof(err->msg), "the jail could not be set up (see the log)");
+		return -EPERM;
+	}
+	if (!jail_host_enabled(h)) {
+		snprintf(mem_path, PATH_MAX, "%s", t->memory);
+		return 0;
+	}
+	int mfd = template_memory_fd(t);
+	if (mfd < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot load the template's memory: %s",
+			 strerror(-mfd));
+		return mfd;
+	}
+	snprintf(mem_path, PATH_MAX, "/proc/self/fd/%d", mfd);
+	const char *layers[1 + QCOW2_CHAIN_MAX] = {t->disk};
+	for (int i = 0; i < t->ndisk_chain; i++)
+		layers[1 + i] = t->disk_chain[i];
+	struct jail_vm jv = {
+		.name = v->run_dir, .jail_dir = jail_dir, .disk_layers = layers,
+		.ndisk_layers = 1 + t->ndisk_chain, .mem_fd = mfd,
+		.memory_mib = t->spec.memory_mib, .vcpus = t->spec.vcpus,
+		.disk_cap_bytes = t->disk_cap_bytes, .kvm = t->spec.accel == ACCEL_KVM,
+	};
+	int r = jail_prepare(h, &jv, out);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot prepare the jail: %s",
+			 r == -EAGAIN ? "every uid of the jail's range is in use" : strerror(-r));
+		return r;
+	}
+	v->uid = jail_uid(*out);
+	return 0;
+}
+
+int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int64_t deadline,
 		    struct vm **out, struct vm_err *err)
 {
-	char overlay[PATH_MAX], sock[PATH_MAX];
+	char overlay[PATH_MAX], sock[PATH_MAX], jail_dir[PATH_MAX], mem_path[PATH_MAX];
 	int r;
 	err->msg[0] = '\0';
-	if (strlen(dir) >= PATH_MAX - 32 || dir[0] != '/') {
+	if (strlen(dir) >= PATH_MAX - 64 || dir[0] != '/') {
 		snprintf(err->msg, sizeof(err->msg), "run directory must be an absolute path");
 		return -EINVAL;
 	}
 	if (mkdir(dir, 0750) < 0) {
 		r = -errno;
-		snprintf(err->msg, sizeof(err->msg), "%s: %s", dir, strerror(-r));
+		snprintf(err->msg, sizeof(err->msg), "cannot create the sandbox's folder: %s",
+			 strerror(-r));
 		return r;
 	}
 	struct vm *v = calloc(1, sizeof(*v));
@@ -155,12 +201,14 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 		return -ENOMEM;
 	}
 	v->pidfd = -1;
+	v->lifeline_fd = -1;
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", dir);
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", dir);
 	snprintf(v->template_name, sizeof(v->template_name), "%s", t->name);
 	v->accel = t->spec.accel;
 	int64_t ts = util_now_us(), tn;
-	if ((r = vm_path(v, "overlay.qcow2", overlay)) < 0 ||
+	if ((r = vm_path(v, VM_JAIL_DIR, jail_dir)) < 0 || (r = vm_path(v, VM_OVERLAY, overlay)) < 0 ||
+	    (mkdir(jail_dir, 0700) < 0 && (r = -errno)) ||
 	    (r = template_overlay_create(t, overlay)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot create the disk overlay: %s", strerror(-r));
 		vm_discard(v);
@@ -169,8 +217,25 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 	tn = util_now_us();
 	v->ph.overlay = tn - ts;
 	ts = tn;
+	struct jail *j = NULL;
+	if ((r = prepare_jail(v, t, jail_dir, mem_path, &j, err)) < 0) {
+		vm_discard(v);
+		return r;
+	}
+	int life[2] = {-1, -1};
+	if (lifeline && pipe2(life, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot make a pipe: %s", strerror(-r));
+		jail_release(j, 1);
+		vm_discard(v);
+		return r;
+	}
+	v->lifeline_fd = life[1];
+	tn = util_now_us();
+	v->ph.jail = tn - ts;
+	ts = tn;
 	struct qemu_instance in = {
-		.role = QEMU_ROLE_CLONE, .run_dir = dir, .mem_path = t->memory, .disk = overlay,
+		.role = QEMU_ROLE_CLONE, .sock_dir = jail_dir, .mem_path = mem_path, .disk = overlay,
 	};
 	struct strv argv;
 	strv_init(&argv);
@@ -178,13 +243,22 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 		snprintf(err->msg, sizeof(err->msg), "cannot build the QEMU command line: %s",
 			 strerror(-r));
 		strv_free(&argv);
+		if (life[0] >= 0)
+			close(life[0]);
+		jail_release(j, 1);
 		vm_discard(v);
 		return r;
 	}
-	r = spawn_detached(argv.v, dir, 0, &v->pid);
+	struct spawn_opts so = {.jail = j, .watch = 1, .lifeline_fd = life[0]};
+	r = spawn_detached(argv.v, dir, &so, &v->pid);
 	strv_free(&argv);
+	if (life[0] >= 0)
+		close(life[0]);
+	jail_release(j, r < 0);
 	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "cannot start %s: %s", qemu_binary(), strerror(-r));
+		snprintf(err->msg, sizeof(err->msg), "cannot start QEMU: %s", strerror(-r));
+		log_kv(LOG_WARN, "vm.spawn_failed", "dir=%s qemu=%s err=%s", dir, qemu_binary(),
+		       strerror(-r));
 		vm_discard(v);
 		return r;
 	}
@@ -193,7 +267,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int64_t deadline,
 	tn = util_now_us();
 	v->ph.spawn = tn - ts;
 	ts = tn;
-	if ((r = vm_path(v, "qmp.sock", sock)) < 0 || (r = qmp_connect(sock, vm_left_ms(deadline), &v->qmp)) < 0) {
+	if ((r = vm_path(v, VM_QMP_SOCK, sock)) < 0 || (r = qmp_connect(sock, vm_left_ms(deadline), &v->qmp)) < 0) {
 		vm_fail_msg(v, err, "QMP did not answer", r);
 		vm_discard(v);
 		return r;
@@ -220,10 +294,10 @@ static int write_vm_json(struct vm *v)
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_t *o = json_pack("{s:i, s:s, s:i, s:I, s:s, s:s, s:s}", "format", 1, "template",
-			      v->template_name, "pid", (int)v->pid, "start_ticks",
+	json_t *o = json_pack("{s:i, s:s, s:i, s:I, s:s, s:s, s:s, s:I}", "format", VM_JSON_FORMAT,
+			      "template", v->template_name, "pid", (int)v->pid, "start_ticks",
 			      (json_int_t)v->start_ticks, "spawn_dir", v->spawn_dir, "accel",
-			      accel_name(v->accel), "created_at", ts);
+			      accel_name(v->accel), "created_at", ts, "uid", (json_int_t)v->uid);
 	if (!o)
 		return -ENOMEM;
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -269,7 +343,7 @@ int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 	tn = util_now_us();
 	v->ph.cont = tn - ts;
 	ts = tn;
-	if ((r = vm_path(v, "agent.sock", sock)) < 0)
+	if ((r = vm_path(v, VM_AGENT_SOCK, sock)) < 0)
 		return r;
 	if ((r = agent_conn_open(sock, vm_left_ms(deadline), &v->agent)) < 0) {
 		v->agent = NULL;
@@ -305,4 +379,11 @@ int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 	       ms1(p->cont), ms1(p->agent_connect), ms1(p->hello), p->hellos, ms1(p->restore_op),
 	       ms1(p->vm_json), ms1(tn - t0));
 	return 0;
+}
+
+int vm_handed_out(struct vm *v)
+{
+	int r = spawn_release(v->lifeline_fd);
+	v->lifeline_fd = -1;
+	return r;
 }

@@ -216,7 +216,7 @@ static void test_pool_take_and_refill(void **state)
 	/* The entry was moved, and the pool refills behind it. */
 	struct stat st;
 	char sock[PATH_MAX + 16];
-	assert_true(snprintf(sock, sizeof(sock), "%s/agent.sock", run) < (int)sizeof(sock));
+	assert_true(snprintf(sock, sizeof(sock), "%s/jail/agent.sock", run) < (int)sizeof(sock));
 	assert_int_equal(stat(sock, &st), 0);
 	deadline = util_now_ms() + 60000;
 	while (pool_ready(p) < 2 && util_now_ms() < deadline)

@@ -114,7 +114,7 @@ static void test_bake_command_line(void **state)
 	(void)state;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_BAKE,
-		.run_dir = "/c/templates/.bake-x",
+		.sock_dir = "/c/templates/.bake-x",
 		.mem_path = "/c/templates/.bake-x/memory",
 		.disk = "/c/templates/.bake-x/disk.qcow2",
 		.kernel = "/c/images/k/vmlinux",
@@ -154,7 +154,7 @@ static void test_clone_and_pool_command_lines(void **state)
 	(void)state;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE,
-		.run_dir = "/c/sandboxes/sbx_1",
+		.sock_dir = "/c/sandboxes/sbx_1",
 		.mem_path = "/c/templates/ci/memory",
 		.disk = "/c/sandboxes/sbx_1/overlay.qcow2",
 	};
@@ -172,7 +172,7 @@ static void test_clone_and_pool_command_lines(void **state)
 	assert_int_equal(find(&clone, "-append"), -1);
 
 	/* A pool entry is a clone in another folder: same machine part. */
-	in.run_dir = "/c/pool/ci/e-1";
+	in.sock_dir = "/c/pool/ci/e-1";
 	in.disk = "/c/pool/ci/e-1/overlay.qcow2";
 	assert_int_equal(qemu_command_line("/q", &spec_tcg, &in, &pool), 0);
 	assert_int_equal(qemu_machine_args(&spec_tcg, &mach), 0);
@@ -202,7 +202,7 @@ static void test_paths_with_commas_are_doubled(void **state)
 
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE,
-		.run_dir = "/data/run,1",
+		.sock_dir = "/data/run,1",
 		.mem_path = "/data/t,x/memory",
 		.disk = "/data/run,1/overlay.qcow2",
 	};
@@ -224,7 +224,7 @@ static void test_relative_and_long_paths_rejected(void **state)
 	(void)state;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE,
-		.run_dir = "/r",
+		.sock_dir = "/r",
 		.mem_path = "relative/memory",
 		.disk = "/r/overlay.qcow2",
 	};
