@@ -6,6 +6,7 @@
 
 #include "common/util.h"
 #include "daemon/api.h"
+#include "daemon/capacity.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
@@ -13,6 +14,7 @@
 #include "daemon/store.h"
 #include "daemon/templates.h"
 #include "engine/accel.h"
+#include "engine/jail.h"
 
 void api_healthz(struct http_req *r)
 {
@@ -24,6 +26,18 @@ void api_healthz(struct http_req *r)
 			      (json_int_t)((now - d->started_wall_ms) / 1000), "sandboxes_running",
 			      (json_int_t)sandboxes_count_running(d->sandboxes), "schema_version",
 			      store_schema_version(d->store));
+	if (o) {
+		json_object_set_new(o, "isolation",
+				    json_string(d->accel == ACCEL_KVM
+							? "kvm"
+							: "tcg: software emulation, weaker isolation"));
+		json_t *jail = jail_host_describe(jail_host_get());
+		if (jail)
+			json_object_set_new(o, "jail", jail);
+		json_t *cap = capacity_json(d);
+		if (cap)
+			json_object_set_new(o, "capacity", cap);
+	}
 	http_reply_json(r, 200, o);
 }
 

@@ -120,7 +120,8 @@ int auth_bootstrap_admin(struct store *s, const char *data_dir, int *created)
 	r = store_key_insert(s, &k, hash);
 	if (r < 0)
 		return r;
-	printf("pandastackd: admin API key (shown once, also in %s): %s\n", path, secret);
+	/* Never on stdout or in the log: a service manager keeps those. */
+	printf("pandastackd: admin API key written to %s (mode 0600)\n", path);
 	fflush(stdout);
 	log_kv(LOG_INFO, "auth.admin_key_created", "id=%s file=%s", k.id, path);
 	*created = 1;

@@ -3,6 +3,7 @@
  */
 #include "daemon/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/body_caps.h"
+#include "engine/jail.h"
 #include "engine/template.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
@@ -59,6 +61,30 @@ static const struct opt opts[] = {
 	 "seconds a code context may stay idle before the guest reaps it (1800)"},
 	{"--web-dir", "PANDASTACK_WEB_DIR", OPT_PATH, F(web_dir), 0, 0,
 	 "the dashboard's built files, served at / (web/ beside this program)"},
+	{"--jail-uid-first", "PANDASTACK_JAIL_UID_FIRST", OPT_U64, F(jail_uid_first), 1,
+	 4000000000u, "first uid (and gid) of the range jailed QEMUs run as (1500000000)"},
+	{"--jail-uid-count", "PANDASTACK_JAIL_UID_COUNT", OPT_U64, F(jail_uid_count), 1, 16777216u,
+	 "how many uids the range holds: at most that many sandboxes at once (65536)"},
+	{"--vm-memory-overhead", "PANDASTACK_VM_MEMORY_OVERHEAD", OPT_U64, F(vm_memory_overhead_mib),
+	 64, 65536, "MiB a sandbox's QEMU may use beyond its guest RAM (384)"},
+	{"--vm-pids-max", "PANDASTACK_VM_PIDS_MAX", OPT_U64, F(vm_pids_max), 16, 65536,
+	 "threads a sandbox's QEMU may have (256)"},
+	{"--reserve-disk", "PANDASTACK_RESERVE_DISK", OPT_U64, F(reserve_disk_mib), 0, 1u << 30,
+	 "MiB of free disk a create must leave, counting its disk cap (1024)"},
+	{"--reserve-memory", "PANDASTACK_RESERVE_MEMORY", OPT_U64, F(reserve_memory_mib), 0,
+	 1u << 30, "MiB of available memory a create must leave, counting its RAM (512)"},
+	{"--ttl-grace", "PANDASTACK_TTL_GRACE", OPT_U64, F(ttl_grace_s), 1, 3600,
+	 "seconds past its TTL after which a sandbox's own monitor ends it (10)"},
+	{"--tls-cert", "PANDASTACK_TLS_CERT", OPT_PATH, F(tls_cert), 0, 0,
+	 "PEM certificate (chain) to serve HTTPS with (with --tls-key)"},
+	{"--tls-key", "PANDASTACK_TLS_KEY", OPT_PATH, F(tls_key), 0, 0,
+	 "PEM private key of --tls-cert"},
+	{"--insecure-http", NULL, OPT_FLAG, F(insecure_http), 0, 0,
+	 "serve plain HTTP on a non-loopback address (API keys then cross the network in clear)"},
+	{"--max-conns-per-ip", "PANDASTACK_MAX_CONNS_PER_IP", OPT_U64, F(max_conns_per_ip), 1,
+	 100000, "connections one client address may hold open (64)"},
+	{"--idle-timeout", "PANDASTACK_IDLE_TIMEOUT", OPT_U64, F(idle_timeout_s), 1, 3600,
+	 "seconds a connection may stay silent while the daemon waits for its request (30)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -185,6 +211,15 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->retention_s = 3600;
 	cfg->context_idle_timeout_s = 1800;
 	default_web_dir(cfg->web_dir, sizeof(cfg->web_dir));
+	cfg->jail_uid_first = JAIL_DEFAULT_UID_FIRST;
+	cfg->jail_uid_count = JAIL_DEFAULT_UID_COUNT;
+	cfg->vm_memory_overhead_mib = JAIL_DEFAULT_MEM_OVERHEAD_MIB;
+	cfg->vm_pids_max = JAIL_DEFAULT_PIDS_MAX;
+	cfg->reserve_disk_mib = 1024;
+	cfg->reserve_memory_mib = 512;
+	cfg->ttl_grace_s = 10;
+	cfg->max_conns_per_ip = 64;
+	cfg->idle_timeout_s = 30;
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
@@ -226,7 +261,29 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 			 (long long)cfg->default_ttl_s, (long long)cfg->max_ttl_s);
 		return -EINVAL;
 	}
+	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		return -EINVAL;
+	}
+	if ((uint64_t)cfg->jail_uid_first + cfg->jail_uid_count > 0xfffffffeu) {
+		snprintf(err, errlen, "--jail-uid-first + --jail-uid-count passes the largest uid");
+		return -EINVAL;
+	}
+	if (!cfg->tls_cert[0] && !cfg->insecure_http && !config_host_is_loopback(cfg->listen_host)) {
+		snprintf(err, errlen, "refusing to serve plain HTTP on %s, which is not a loopback "
+			 "address: API keys would cross the network in clear; give --tls-cert and "
+			 "--tls-key, or --insecure-http", cfg->listen_host);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+int config_host_is_loopback(const char *host)
+{
+	if (!strcmp(host, "localhost") || !strcmp(host, "::1"))
+		return 1;
+	struct in_addr a;
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 void config_usage(FILE *f)

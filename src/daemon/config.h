@@ -18,6 +18,20 @@
  *   --context-idle-timeout S     PANDASTACK_CONTEXT_IDLE_TIMEOUT  1800 (idle contexts reaped)
  *   --web-dir DIR                PANDASTACK_WEB_DIR               web/ beside the binary
  *                                                                 (the dashboard, `make web`)
+ *   --jail-uid-first N           PANDASTACK_JAIL_UID_FIRST        1500000000
+ *   --jail-uid-count N           PANDASTACK_JAIL_UID_COUNT        65536
+ *   --vm-memory-overhead MIB     PANDASTACK_VM_MEMORY_OVERHEAD    384 (cgroup: RAM + this)
+ *   --vm-pids-max N              PANDASTACK_VM_PIDS_MAX           256
+ *   --reserve-disk MIB           PANDASTACK_RESERVE_DISK          1024 (503 host_full below)
+ *   --reserve-memory MIB         PANDASTACK_RESERVE_MEMORY        512 (503 host_full below)
+ *   --ttl-grace S                PANDASTACK_TTL_GRACE             10 (monitor's backstop)
+ *   --tls-cert FILE              PANDASTACK_TLS_CERT              (none: plain HTTP)
+ *   --tls-key FILE               PANDASTACK_TLS_KEY               (none)
+ *   --insecure-http              allow plain HTTP on a non-loopback address
+ *   --max-conns-per-ip N         PANDASTACK_MAX_CONNS_PER_IP      64
+ *   --idle-timeout S             PANDASTACK_IDLE_TIMEOUT          30 (a connection silent
+ *                                                                   this long while sending
+ *                                                                   headers or a body is cut)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -50,6 +64,18 @@ struct daemon_cfg {
 	int64_t retention_s;           /* stopped/error rows kept this long */
 	int64_t context_idle_timeout_s; /* idle code contexts reaped after this */
 	char web_dir[PATH_MAX];        /* the dashboard's files; "" when unknown */
+	uint32_t jail_uid_first;       /* jailed QEMUs' uid range */
+	uint32_t jail_uid_count;
+	uint32_t vm_memory_overhead_mib; /* cgroup memory = guest RAM + this */
+	uint32_t vm_pids_max;
+	uint32_t reserve_disk_mib;     /* free disk a create must leave (after its cap) */
+	uint32_t reserve_memory_mib;   /* MemAvailable a create must leave (after its RAM) */
+	uint32_t ttl_grace_s;          /* the monitor ends a sandbox this long past its TTL */
+	char tls_cert[PATH_MAX];       /* PEM certificate chain; "" = plain HTTP */
+	char tls_key[PATH_MAX];        /* PEM private key */
+	int insecure_http;             /* plain HTTP on a non-loopback address is allowed */
+	uint32_t max_conns_per_ip;
+	uint32_t idle_timeout_s;
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;
@@ -62,6 +88,9 @@ struct daemon_cfg {
  * variable.  argv is not modified.
  */
 int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* config_host_is_loopback - 1 for "localhost", ::1 and 127.0.0.0/8. */
+int config_host_is_loopback(const char *host);
 
 /* config_usage - the --help text to f. */
 void config_usage(FILE *f);

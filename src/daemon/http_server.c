@@ -24,14 +24,15 @@
 /* Connections served at once (each has a thread). */
 #define CONNECTION_LIMIT 1024
 
-/* Seconds a connection may stay idle (no bytes either way). */
-#define CONNECTION_TIMEOUT_S 300
+/* Largest TLS certificate or key file read, bytes. */
+#define TLS_FILE_MAX (1024u * 1024u)
 
 /* Per-connection buffer: also the largest piece of body handed over at once. */
 #define CONNECTION_MEMORY (256u * 1024)
 
 struct http_server {
 	struct MHD_Daemon *mhd;
+	char *tls_cert, *tls_key;      /* PEM, kept for the daemon's life */
 	struct daemon *d;
 	const struct route *table;
 	size_t ntable;
@@ -319,6 +320,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_kv(LOG_WARN, "http.mhd", "msg=%s", log_quote(msg, q, sizeof(q)));
 }
 
+static void free_server(struct http_server *srv)
+{
+	if (srv->tls_key)
+		explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+	free(srv->tls_key);
+	free(srv->tls_cert);
+	free(srv);
+}
+
 int http_server_start(struct daemon *d, struct http_server **out, unsigned *port)
 {
 	const struct daemon_cfg *cfg = &d->cfg;
@@ -342,6 +352,25 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	size_t len;
+	int e = 0;
+	if (cfg->tls_cert[0]) {
+		if ((e = util_read_file(cfg->tls_cert, TLS_FILE_MAX, &srv->tls_cert, &len)) < 0 ||
+		    (e = util_read_file(cfg->tls_key, TLS_FILE_MAX, &srv->tls_key, &len)) < 0) {
+			log_kv(LOG_ERROR, "http.tls_files", "err=%s", strerror(-e));
+			freeaddrinfo(ai);
+			free_server(srv);
+			return -ENOKEY;
+		}
+		flags |= MHD_USE_TLS;
+	}
+	/* Options common to HTTP and HTTPS; the TLS pair is added after them
+	 * (an MHD_OPTION_END in its place ends the list for plain HTTP). */
+	struct MHD_OptionItem tls[] = {
+		{cfg->tls_cert[0] ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->tls_cert},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key},
+		{MHD_OPTION_END, 0, NULL},
+	};
 	errno = 0;
 	srv->mhd = MHD_start_daemon(
 		flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, srv,
@@ -349,14 +378,16 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
-	int e = errno;
+	e = errno;
 	freeaddrinfo(ai);
 	if (!srv->mhd) {
-		free(srv);
-		return e == EADDRINUSE ? -EADDRINUSE : -EIO;
+		free_server(srv);
+		return e == EADDRINUSE ? -EADDRINUSE : (cfg->tls_cert[0] ? -ENOKEY : -EIO);
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	*port = info ? info->port : cfg->listen_port;
@@ -369,5 +400,5 @@ void http_server_stop(struct http_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->mhd);
-	free(s);
+	free_server(s);
 }

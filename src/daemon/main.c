@@ -33,6 +33,7 @@
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
+#include "engine/jail.h"
 
 static int fail(const char *what, int err, const char *detail)
 {
@@ -72,6 +73,36 @@ static int prepare_data_dir(struct daemon *d)
 		return -EBUSY;
 	}
 	return 0; /* fd stays open: the lock lives as long as the process */
+}
+
+/* Every QEMU this process starts runs in a jail (engine/jail.h). */
+static int setup_jail(struct daemon *d)
+{
+	char work[PATH_MAX], err[300] = "";
+	if (path_in(work, sizeof(work), d->cfg.cache_dir, "jail") < 0)
+		return -ENAMETOOLONG;
+	struct jail_config c = {
+		.uid_first = d->cfg.jail_uid_first,
+		.uid_count = d->cfg.jail_uid_count,
+		.work_dir = work,
+		.disk_dir = d->cfg.data_dir,
+		.mem_overhead_mib = d->cfg.vm_memory_overhead_mib,
+		.pids_max = d->cfg.vm_pids_max,
+	};
+	int e = jail_setup(&c, err, sizeof(err));
+	char q[320];
+	if (e < 0) {
+		log_kv(LOG_ERROR, "daemon.jail", "err=%s", log_quote(err, q, sizeof(q)));
+		return e;
+	}
+	if (err[0])
+		log_kv(LOG_WARN, "daemon.jail", "msg=%s", log_quote(err, q, sizeof(q)));
+	json_t *desc = jail_host_describe(jail_host_get());
+	char *s = desc ? json_dumps(desc, JSON_COMPACT) : NULL;
+	log_kv(LOG_INFO, "daemon.jail", "in_force=%s", s ? s : "?");
+	free(s);
+	json_decref(desc);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -129,6 +160,12 @@ int main(int argc, char **argv)
 	char q[300];
 	log_kv(LOG_INFO, "daemon.accelerator", "accel=%s why=%s", accel_name(d.accel),
 	       log_quote(why, q, sizeof(q)));
+	if (d.accel == ACCEL_TCG)
+		log_kv(LOG_WARN, "daemon.isolation",
+		       "msg=\"TCG: software emulation, weaker isolation than KVM; do not run "
+		       "untrusted code on a multi-tenant host without hardware virtualisation\"");
+	if ((e = setup_jail(&d)) < 0)
+		return fail("jail", e, NULL);
 	if ((e = templates_new(d.cfg.cache_dir, d.pool_dir, d.accel, d.cfg.pool_size,
 			       &d.templates)) < 0)
 		return fail("templates", e, NULL);
@@ -143,7 +180,10 @@ int main(int argc, char **argv)
 	struct http_server *http;
 	unsigned port;
 	if ((e = http_server_start(&d, &http, &port)) < 0)
-		return fail("http", e, e == -EINVAL ? "--listen needs an IP address and port" : NULL);
+		return fail("http", e,
+			    e == -EINVAL   ? "--listen needs an IP address and port"
+			    : e == -ENOKEY ? "cannot load the TLS certificate and key (PEM files)"
+					   : NULL);
 	log_kv(LOG_INFO, "http.listening", "host=%s port=%u", d.cfg.listen_host, port);
 
 	int sig = 0;

@@ -400,9 +400,15 @@ int sbx_set_ttl(struct sandboxes *reg, const char *team, const char *id, int64_t
 	int64_t exp = wall_ms() + ttl_s * 1000;
 	pthread_mutex_lock(&sb->lock);
 	int running = sb->state == SBX_RUNNING;
-	if (running)
+	if (running) {
 		sb->expires_at_ms = exp;
+		r = vm_set_deadline(sb->vm, exp + (int64_t)reg->d->cfg.ttl_grace_s * 1000);
+	}
 	pthread_mutex_unlock(&sb->lock);
+	if (running && r < 0) {
+		sbx_release(sb);
+		return r;
+	}
 	if (!running) {
 		sbx_release(sb);
 		return -ESRCH;

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/capacity.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -142,6 +143,13 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 		return set_err(err, API_ERR_TOO_MANY_SANDBOXES, msg);
 	}
 
+	const struct template *tt = tpl_template(t);
+	uint64_t mem = ((uint64_t)template_memory_mib(tt) + d->cfg.vm_memory_overhead_mib) << 20;
+	r = capacity_admit(d, template_disk_cap_bytes(tt), mem, msg, sizeof(msg));
+	if (r < 0) {
+		set_err(err, 503, "host_full", msg);
+		goto undo;
+	}
 	char run_dir[PATH_MAX];
 	struct vm *vm = NULL;
 	struct vm_err verr = {{0}};
@@ -149,6 +157,12 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	r = sbx__run_dir(reg, id, run_dir, sizeof(run_dir));
 	if (!r)
 		r = restore(t, run_dir, &vm, &verr, &from_pool);
+	/* The monitor ends the VM at TTL + grace even if no daemon is left. */
+	if (!r && (r = vm_set_deadline(vm, now + ttl * 1000 + (int64_t)d->cfg.ttl_grace_s * 1000)) < 0) {
+		vm_stop(vm);
+		vm_free(vm);
+		snprintf(verr.msg, sizeof(verr.msg), "cannot record its deadline");
+	}
 	if (r < 0) {
 		util_rm_rf(run_dir);
 		snprintf(msg, sizeof(msg), "the VM did not start: %s",

@@ -51,6 +51,7 @@ struct jail_host {
 	char lock_dir[PATH_MAX];
 	char qemu_bin[PATH_MAX];       /* the host's binary (its path in the jail too) */
 	char qemu_copy[PATH_MAX];      /* the execute-only copy bound over it */
+	int io_honoured;               /* the overlays' device honours I/O weights */
 	unsigned mem_overhead_mib, pids_max, cpu_weight, nofile;
 	struct vmcg_host cg;
 	unsigned next;                 /* next uid offset to try */
@@ -192,6 +193,7 @@ int jail_host_open(const struct jail_config *c, const char *qemu_bin, struct jai
 	unsigned rnd = 0;
 	util_random(&rnd, sizeof(rnd));
 	h->next = rnd % h->uid_count;
+	h->io_honoured = vmcg_io_weight_honoured(c->disk_dir ? c->disk_dir : c->work_dir);
 	h->enabled = 1;
 	*out = h;
 	return 0;
@@ -219,7 +221,7 @@ json_t *jail_host_describe(const struct jail_host *h)
 	json_t *lim = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "memory", cg && l->memory,
 				"swap", cg && l->swap, "pids", cg && l->pids, "cpu_quota",
 				cg && l->cpu_quota, "cpu_weight", cg && l->cpu_weight, "io_weight",
-				cg && l->io_weight, "disk", h->enabled);
+				cg && l->io_weight && h->io_honoured, "disk", h->enabled);
 	if (!lim)
 		return NULL;
 	char uids[48];

@@ -60,6 +60,7 @@ struct jail_config {
 	unsigned uid_count;          /* size of the range */
 	const char *lock_dir;        /* uid locks, shared by every user of the range */
 	const char *work_dir;        /* where the execute-only QEMU copy is kept */
+	const char *disk_dir;        /* where overlays live (is the I/O weight honoured there?) */
 	unsigned mem_overhead_mib;   /* cgroup memory = guest RAM + this */
 	unsigned pids_max;
 	unsigned cpu_weight;         /* 1..10000 (v2 scale; 100 = one default task) */

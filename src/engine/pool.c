@@ -191,8 +191,7 @@ int pool_take(struct pool *p, const char *run_dir, int timeout_ms, struct vm **o
 		return -EAGAIN;
 	if (rename(v->run_dir, run_dir) < 0) {
 		int e = -errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot move pool entry to %s: %s", run_dir,
-			 strerror(-e));
+		snprintf(err->msg, sizeof(err->msg), "cannot move a pool entry: %s", strerror(-e));
 		vm_discard(v);
 		return e;
 	}

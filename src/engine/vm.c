@@ -81,7 +81,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	if (r == 0)
 		r = util_read_file(path, VM_JSON_MAX, &data, &len);
 	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s/vm.json: %s", run_dir, strerror(-r));
+		snprintf(err->msg, sizeof(err->msg), "its vm.json: %s", strerror(-r));
 		free(v);
 		return r == -EFBIG ? -EINVAL : r;
 	}
@@ -98,7 +98,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	    json_string_length(tn) >= sizeof(v->template_name) ||
 	    json_string_length(sd) >= sizeof(v->spawn_dir) ||
 	    accel_parse(json_string_value(ac), &v->accel) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s/vm.json: missing or bad fields", run_dir);
+		snprintf(err->msg, sizeof(err->msg), "its vm.json: missing or bad fields");
 		json_decref(o);
 		free(v);
 		return -EINVAL;
@@ -120,7 +120,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 		free(data);
 	}
 	if (pid <= 1 || pid > 0x3fffffff) {
-		snprintf(err->msg, sizeof(err->msg), "%s/qemu.pid: missing or bad", run_dir);
+		snprintf(err->msg, sizeof(err->msg), "its qemu.pid: missing or bad");
 		free(v);
 		return -EINVAL;
 	}
@@ -131,7 +131,10 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	snprintf(needle, sizeof(needle), "%s/" VM_QMP_SOCK, v->spawn_dir);
 	if ((v->pidfd < 0 && errno == ESRCH) || v->start_ticks == 0 ||
 	    (want_ticks && v->start_ticks != want_ticks) || !cmdline_mentions(v->pid, needle)) {
-		snprintf(err->msg, sizeof(err->msg), "QEMU of %s (pid %ld) is gone", run_dir, pid);
+		char how[96] = "";
+		spawn_exit_status(run_dir, 0, how, sizeof(how));
+		snprintf(err->msg, sizeof(err->msg), "QEMU (pid %ld) is gone%s%s", pid,
+			 how[0] ? ": " : "", how);
 		if (v->pidfd >= 0)
 			close(v->pidfd);
 		free(v);
@@ -140,7 +143,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	if ((r = vm_path(v, VM_QMP_SOCK, path)) < 0 ||
 	    (r = qmp_connect(path, vm_left_ms(deadline), &v->qmp)) < 0) {
 		v->qmp = NULL;
-		snprintf(err->msg, sizeof(err->msg), "QMP of %s does not answer: %s", run_dir,
+		snprintf(err->msg, sizeof(err->msg), "its QMP does not answer: %s",
 			 strerror(-r));
 		vm_free(v);
 		return -EIO;
@@ -149,8 +152,8 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	vm_status(v, status, sizeof(status));
 	if (!strcmp(status, "running")) {
 		if ((r = vm_agent_reconnect(v, vm_left_ms(deadline))) < 0) {
-			snprintf(err->msg, sizeof(err->msg), "the agent of %s does not answer: %s",
-				 run_dir, strerror(-r));
+			snprintf(err->msg, sizeof(err->msg), "its agent does not answer: %s",
+				 strerror(-r));
 			vm_free(v);
 			return -EIO;
 		}

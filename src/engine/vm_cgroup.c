@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -492,4 +493,25 @@ int64_t vmcg_memory_peak(const struct vmcg *g)
 		}
 	}
 	return -ENOENT;
+}
+
+int vmcg_io_weight_honoured(const char *path)
+{
+	struct stat st;
+	if (!path || stat(path, &st) < 0)
+		return 0;
+	char sys[128], *data = NULL;
+	size_t len = 0;
+	unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+	/* A partition's queue is its disk's: try the device, then its parent. */
+	for (int i = 0; i < 2; i++) {
+		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/%squeue/scheduler", maj, min,
+			 i ? "../" : "");
+		if (util_read_file(sys, 4096, &data, &len) == 0) {
+			int bfq = strstr(data, "[bfq]") != NULL;
+			free(data);
+			return bfq;
+		}
+	}
+	return 0;
 }

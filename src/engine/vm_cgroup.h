@@ -97,6 +97,11 @@ void vmcg_close_fds(struct vmcg *g);
  * after QEMU exited).  Async-signal-safe.  Returns 0 or the first -errno. */
 int vmcg_remove(const struct vmcg *g);
 
+/* vmcg_io_weight_honoured - 1 if the block device holding path schedules
+ * with BFQ, the scheduler that honours per-group I/O weights (with another,
+ * io_weight in vmcg_limits is written but does nothing). */
+int vmcg_io_weight_honoured(const char *path);
+
 /* vmcg_memory_peak - the group's memory high-water mark in bytes
  * (memory.max_usage_in_bytes / memory.peak), or -errno. */
 int64_t vmcg_memory_peak(const struct vmcg *g);

@@ -104,11 +104,13 @@ void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
 		spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
 		spawn_log_tail(v->run_dir, "console.log", con, sizeof(con));
 	}
-	/* The logs' tails may not all fit: a cut message ends in "...". */
-	if (snprintf(err->msg, sizeof(err->msg), "%s: %s%s%s%s%s%s%s", what, strerror(-code),
-		     st[0] ? "; qemu " : "", st, qlog[0] ? "; qemu: " : "", qlog,
-		     con[0] ? "; console: " : "", con) >= (int)sizeof(err->msg))
-		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
+	/* The caller's users see what failed and how QEMU ended; QEMU's own
+	 * words (paths of this host) and the guest's console go to the log. */
+	snprintf(err->msg, sizeof(err->msg), "%s: %s%s%s", what, strerror(-code),
+		 st[0] ? "; qemu " : "", st);
+	char q1[200], q2[200];
+	log_kv(LOG_WARN, "vm.failed", "what=%s pid=%d qemu=%s console=%s", what, v ? (int)v->pid : 0,
+	       log_quote(qlog, q1, sizeof(q1)), log_quote(con, q2, sizeof(q2)));
 }
 
 void vm_discard(struct vm *v)
