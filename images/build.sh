@@ -195,7 +195,7 @@ fi
 [ "$plan" = 1 ] || [ -f "$initramfs.sha256" ] || sha256_file "$initramfs" >"$initramfs.sha256"
 
 # --- templates ---------------------------------------------------------------------
-rootfs_allowed=(description suite variant packages hostname free_mib customize verify memory_mib vcpus warm warm_kernels)
+rootfs_allowed=(description suite variant packages hostname free_mib customize verify memory_mib vcpus warm warm_kernels disk_cap_mib)
 rootfs_script_sha=$(sha256_file "$here/rootfs.sh")
 manifests=()
 shared_missing=$missing
@@ -214,6 +214,9 @@ for name in "${templates[@]}"; do
 		[[ ${tconf[$k]} =~ ^[1-9][0-9]{0,6}$ ]] || die "$conf_file: '$k' must be a positive number"
 	done
 	[ "${tconf[free_mib]}" -ge 1024 ] || die "$conf_file: free_mib must be at least 1024"
+	disk_cap=${tconf[disk_cap_mib]:-}
+	[ -z "$disk_cap" ] || [[ $disk_cap =~ ^[1-9][0-9]{2,6}$ ]] || die "$conf_file: disk_cap_mib must be a number of MiB (at least 100)"
+	[ -z "$disk_cap" ] || [ "$disk_cap" -gt "${tconf[free_mib]}" ] || die "$conf_file: disk_cap_mib must be above free_mib"
 	warm_kernels=${tconf[warm_kernels]:-1}
 	[[ $warm_kernels =~ ^[0-8]$ ]] || die "$conf_file: warm_kernels must be a number from 0 to 8"
 
@@ -257,10 +260,11 @@ for name in "${templates[@]}"; do
 		--arg cmdline "${kconf[cmdline]}" \
 		--argjson memory_mib "${tconf[memory_mib]}" --argjson vcpus "${tconf[vcpus]}" \
 		--arg warm "${tconf[warm]:-}" --argjson warm_kernels "$warm_kernels" \
-		--arg description "${tconf[description]:-}" \
+		--arg description "${tconf[description]:-}" --arg disk_cap "$disk_cap" \
 		'{format: 1, $name, $description, $kernel, $kernel_sha256, $kernel_release,
 		  $initramfs, $initramfs_sha256, $rootfs, $rootfs_key, $cmdline,
-		  $memory_mib, $vcpus, $warm, $warm_kernels}')
+		  $memory_mib, $vcpus, $warm, $warm_kernels}
+		 + (if $disk_cap == "" then {} else {disk_cap_mib: ($disk_cap | tonumber)} end)')
 	key=$(printf "%s" "$body" | jq -S -c -j . | sha256_str)
 	printf '%s' "$body" | jq -S --arg key "$key" '. + {$key}' >"$tmp/$name.json"
 	if [ -f "$manifest" ] && cmp -s "$tmp/$name.json" "$manifest"; then

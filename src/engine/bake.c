@@ -256,6 +256,8 @@ static int write_template_json(const char *tmp, const struct manifest *m, const 
 		return -ENOMEM;
 	json_object_set_new(o, "warm", json_string(m->warm));
 	json_object_set_new(o, "warm_kernels", json_integer(m->warm_kernels));
+	if (m->disk_cap_mib)
+		json_object_set_new(o, "disk_cap_mib", json_integer(m->disk_cap_mib));
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
 	if (!s)

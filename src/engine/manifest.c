@@ -136,6 +136,12 @@ int manifest_load(const char *cache_dir, const char *name, struct manifest *m,
 		json_decref(o);
 		return r;
 	}
+	m->disk_cap_mib = 0;
+	if (json_object_get(o, "disk_cap_mib") &&
+	    (r = get_uint(o, "disk_cap_mib", 64, 1024u * 1024u, &m->disk_cap_mib, err, errlen)) < 0) {
+		json_decref(o);
+		return r;
+	}
 	json_decref(o);
 	if (strcmp(m->name, name) != 0) {
 		snprintf(err, errlen, "%s names template '%s'", path, m->name);

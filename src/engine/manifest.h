@@ -34,6 +34,7 @@ struct manifest {
 	unsigned warm_kernels;     /* warm kernels in the snapshot (0..8; absent: 1) */
 	unsigned memory_mib;
 	unsigned vcpus;
+	unsigned disk_cap_mib;     /* what a sandbox's overlay may grow to (absent: 0, the default) */
 };
 
 /* manifest_name_ok - 1 if name follows the template name rule. */
