@@ -10,6 +10,14 @@
  * too) while private copy-on-write mappings work as with the file; its
  * pages are shared by every sandbox of the template.  Kernel interface:
  * memfd_create(2), fcntl(2) "File Sealing".
+ *
+ * The memfd is populated in full (fallocate, then the non-zero pages
+ * copied in): a fault on a hole of a shmem file allocates a page there,
+ * even for a private mapping that then copies it, and that page would be
+ * charged to the faulting sandbox's cgroup and pinned (shmem is not
+ * reclaimable without swap): a guest writing its free RAM would pay twice
+ * and meet its memory limit at half of what it was given.  Populated, the
+ * template's RAM costs its size once per daemon, shared by every sandbox.
  */
 #include "engine/template_int.h"
 
@@ -109,7 +117,7 @@ static int make_memfd(const struct template *t, int *out)
 	}
 	int64_t t0 = util_now_ms();
 	uint64_t copied = 0;
-	int r = ftruncate(fd, st.st_size) < 0 ? -errno : 0;
+	int r = fallocate(fd, 0, 0, st.st_size) < 0 ? -errno : 0;
 	if (r == 0)
 		r = copy_sparse(in, fd, st.st_size, &copied);
 	close(in);
