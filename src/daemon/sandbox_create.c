@@ -147,7 +147,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	uint64_t mem = ((uint64_t)template_memory_mib(tt) + d->cfg.vm_memory_overhead_mib) << 20;
 	r = capacity_admit(d, template_disk_cap_bytes(tt), mem, msg, sizeof(msg));
 	if (r < 0) {
-		set_err(err, 503, "host_full", msg);
+		set_err(err, API_ERR_HOST_FULL, msg);
 		goto undo;
 	}
 	char run_dir[PATH_MAX];

@@ -38,6 +38,7 @@ export const API_ERROR_STATUS: Readonly<Record<string, number>> = Object.freeze(
   agent_error: 500,
   context_start_failed: 500,
   agent_unavailable: 502,
+  host_full: 503,
   agent_busy: 503,
   agent_timeout: 504,
   no_space: 507,

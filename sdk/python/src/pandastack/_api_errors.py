@@ -39,6 +39,7 @@ API_ERROR_STATUS: Dict[str, int] = {
     "agent_error": 500,
     "context_start_failed": 500,
     "agent_unavailable": 502,
+    "host_full": 503,
     "agent_busy": 503,
     "agent_timeout": 504,
     "no_space": 507,
