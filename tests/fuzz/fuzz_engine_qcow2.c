@@ -1,5 +1,5 @@
 /*
- * fuzz_qcow2.c - libFuzzer target for the qcow2 header reader
+ * fuzz_engine_qcow2.c - libFuzzer target for the qcow2 header reader
  * (engine/qcow2.h): any bytes give 0, 1 or -EINVAL, never a read past the
  * buffer, and a name found is NUL-terminated within the output.
  */
