@@ -11,7 +11,7 @@ skipped.
 """
 import sys
 
-PHASES = ["overlay", "spawn", "qmp_connect", "caps", "migrate_start", "migrate_wait",
+PHASES = ["overlay", "jail", "spawn", "qmp_connect", "caps", "migrate_start", "migrate_wait",
           "cont", "agent_connect", "hello", "restore_op", "vm_json", "finish"]
 
 
