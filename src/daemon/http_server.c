@@ -165,9 +165,49 @@ static uint64_t body_cap(struct http_req *r)
 }
 
 /* Headers are in: route, authenticate, check the announced size, begin. */
+/*
+ * libmicrohttpd percent-decodes the URL path and hands it over as a C
+ * string, so a "%00" would cut the path short: /v1/sandboxes/ID%00/x would
+ * act on /v1/sandboxes/ID.  The decoder below is libmicrohttpd's own
+ * (MHD_http_unescape) and notes, per connection thread, which decoded
+ * strings held a %00; on_headers refuses a path among them.  (Query values
+ * keep their NUL and are refused by http_query_check.)  The request line is
+ * decoded in the connection's own thread just before its first callback.
+ */
+#define NUL_SEEN_MAX 64
+static __thread const char *nul_seen[NUL_SEEN_MAX];
+static __thread unsigned nul_seen_n;
+
+static size_t unescape_noting_nul(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	for (const char *p = strchr(s, '%'); p; p = strchr(p + 1, '%'))
+		if (p[1] == '0' && p[2] == '0') {
+			if (nul_seen_n < NUL_SEEN_MAX)
+				nul_seen[nul_seen_n++] = s;
+			break;
+		}
+	return MHD_http_unescape(s);
+}
+
+/* 1 if url was decoded from a string holding %00; forgets what was noted. */
+static int url_had_nul(const char *url)
+{
+	int hit = 0;
+	for (unsigned i = 0; i < nul_seen_n; i++)
+		hit |= nul_seen[i] == url;
+	nul_seen_n = 0;
+	return hit;
+}
+
 static void on_headers(struct http_server *srv, struct http_req *r, const char *url)
 {
 	int path_known;
+	if (url_had_nul(url)) {
+		http_reply_error(r, API_ERR_NOT_FOUND, "no such route: the path holds a NUL byte (%%00)");
+		return;
+	}
 	r->route = route_find(srv->table, srv->ntable, r->method, url, r->params, &path_known);
 	if (!r->route) {
 		if (path_known)
@@ -379,6 +419,7 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_noting_nul, NULL,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 		MHD_OPTION_ARRAY, tls,

@@ -347,6 +347,11 @@ def test_bad_inputs_before_the_sandbox(api_daemon):
         ("GET", "/v1/sandboxes?status=sleeping", None, 400, "invalid_query"),
         ("GET", "/v1/sandboxes?status=running&status=stopped", None, 400, "invalid_query"),
         ("GET", "/v1/sandboxes?metadata.a%00b=c", None, 400, "invalid_query"),
+        # in the path it would cut the route short: /v1/sandboxes/ID%00/x is
+        # not /v1/sandboxes/ID
+        ("DELETE", base + "%00/anything", None, 404, "not_found"),
+        ("GET", "/v1/sandboxes%00", None, 404, "not_found"),
+        ("GET", "/healthz%00.json", None, 404, "not_found"),
         ("POST", "/v1/keys", {"name": ""}, 400, "invalid_field"),
         ("POST", "/v1/keys", {"name": "x", "team": "Bad Team"}, 400, "invalid_field"),
         ("POST", "/v1/templates/base/build", {"force": "yes"}, 400, "invalid_field"),
