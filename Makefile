@@ -255,6 +255,7 @@ conformance-python: $(BUILD)/pandastackd
 #   test_cli_*  fuzz_cli*                            libcli
 #   test_daemon_*  test_web_*  fuzz_api_*            libdaemon libengine
 #   test_agent_* (the host's agent client against the agent binary),
+#   test_guest_* (the host's agent client against a fake agent),
 #   test_qmp*  test_qemu_*  test_spawn*  fuzz_qmp*  fuzz_engine_*       libengine
 #   test_jupyter_*  test_kernel*  fuzz_agent_*  fuzz_jupyter_*          libagent
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
@@ -262,7 +263,8 @@ conformance-python: $(BUILD)/pandastackd
 # test of a new module adds its name pattern here.
 TESTS_OF_CLI    := test_cli_% fuzz_cli%
 TESTS_OF_DAEMON := test_daemon_% test_web_% fuzz_api_%
-TESTS_OF_ENGINE := test_agent_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% fuzz_engine_% \
+TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% \
+                   fuzz_engine_% \
                    $(TESTS_OF_DAEMON)
 TESTS_OF_AGENT  := test_jupyter_% test_kernel% fuzz_agent_% fuzz_jupyter_%
 # test_libs NAME,DIR: the archives in DIR that test NAME links, in link order.

@@ -1,7 +1,7 @@
 /*
  * bench/agent.c - the agent protocol's own cost on the host (make
  * bench-agent): pandastack-agent --listen on a Unix socket, driven through
- * agent_conn, against peers run by this same process.
+ * guest_conn, against peers run by this same process.
  *
  *   exec_rtt      round trip of `true` (OPEN to END), p50/p90 of BENCH_N (300)
  *   spawn_rtt     peer: fork + exec of /bin/sh -c true + waitpid here
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 
 static char dir[PATH_MAX], sock[PATH_MAX + 16], ws[PATH_MAX + 16];
 static pid_t agent_pid;
@@ -102,36 +102,36 @@ static void stop_agent(void)
 }
 
 /* Run cmd, discard its output; returns the END's exit code or -errno. */
-static int run(struct agent_conn *c, const char *cmd, size_t *out_bytes)
+static int run(struct guest_conn *c, const char *cmd, size_t *out_bytes)
 {
 	json_t *req = json_pack("{s:s, s:s, s:I}", "op", "exec", "cmd", cmd, "output_cap",
 				(json_int_t)1 << 40);
-	struct agent_stream *s;
-	int r = agent_stream_open(c, req, &s);
+	struct guest_stream *s;
+	int r = guest_stream_open(c, req, &s);
 	json_decref(req);
 	if (r < 0)
 		return r;
 	int code = -EPROTO;
 	for (;;) {
-		struct agent_msg m;
-		r = agent_stream_read(s, &m, 60000);
+		struct guest_msg m;
+		r = guest_stream_read(s, &m, 60000);
 		if (r <= 0)
 			break;
-		if (m.kind == AGENT_MSG_DATA && out_bytes)
+		if (m.kind == GUEST_MSG_DATA && out_bytes)
 			*out_bytes += m.len;
-		if (m.kind == AGENT_MSG_END)
+		if (m.kind == GUEST_MSG_END)
 			code = (int)json_integer_value(json_object_get(m.json, "exit_code"));
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
-	agent_stream_close(s);
+	guest_stream_close(s);
 	return r < 0 ? r : code;
 }
 
 /* remove path through the agent (the upload lives where the agent is) */
-static json_t *remove_path(struct agent_conn *c, const char *path)
+static json_t *remove_path(struct guest_conn *c, const char *path)
 {
 	json_t *req = json_pack("{s:s, s:s}", "op", "remove", "path", path), *res = NULL;
-	agent_call(c, req, 60000, &res);
+	guest_call(c, req, 60000, &res);
 	json_decref(req);
 	return res;
 }
@@ -162,8 +162,8 @@ int main(void)
 		fprintf(stderr, "bench-agent: cannot start the agent (build it: make)\n");
 		return 1;
 	}
-	struct agent_conn *c;
-	if (agent_conn_open(sock, 5000, &c) < 0) {
+	struct guest_conn *c;
+	if (guest_conn_open(sock, 5000, &c) < 0) {
 		fprintf(stderr, "bench-agent: cannot connect\n");
 		stop_agent();
 		return 1;
@@ -180,18 +180,18 @@ int main(void)
 	double spawn50 = remote ? 0 : pct(v, n, 50);
 	free(v);
 
-	struct agent_stream *s[64];
+	struct guest_stream *s[64];
 	double t0 = now_s();
 	for (int i = 0; i < 64; i++) {
 		json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "true");
-		agent_stream_open(c, req, &s[i]);
+		guest_stream_open(c, req, &s[i]);
 		json_decref(req);
 	}
 	for (int i = 0; i < 64; i++) {
-		struct agent_msg m;
-		while (agent_stream_read(s[i], &m, 60000) == 1)
-			agent_msg_clear(&m);
-		agent_stream_close(s[i]);
+		struct guest_msg m;
+		while (guest_stream_read(s[i], &m, 60000) == 1)
+			guest_msg_clear(&m);
+		guest_stream_close(s[i]);
 	}
 	double exec64 = (now_s() - t0) * 1000;
 
@@ -203,18 +203,18 @@ int main(void)
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/up.bin", ws);
 	json_t *req = json_pack("{s:s, s:s}", "op", "file_write", "path", path);
-	struct agent_stream *up;
-	agent_stream_open(c, req, &up);
+	struct guest_stream *up;
+	guest_stream_open(c, req, &up);
 	json_decref(req);
 	sync(); /* start both writes without dirty pages from before */
 	t0 = now_s();
 	for (size_t off = 0; off < total; off += chunk)
-		agent_stream_write(up, buf, chunk, 60000);
-	agent_stream_write_eof(up);
-	struct agent_msg m;
-	while (agent_stream_read(up, &m, 60000) == 1)
-		agent_msg_clear(&m);
-	agent_stream_close(up);
+		guest_stream_write(up, buf, chunk, 60000);
+	guest_stream_write_eof(up);
+	struct guest_msg m;
+	while (guest_stream_read(up, &m, 60000) == 1)
+		guest_msg_clear(&m);
+	guest_stream_close(up);
 	double upload = (double)mib / (now_s() - t0);
 
 	char peer[PATH_MAX + 32];
@@ -229,18 +229,18 @@ int main(void)
 
 	/* download, then the peer read (both from the page cache) */
 	req = json_pack("{s:s, s:s}", "op", "file_read", "path", path);
-	struct agent_stream *down;
-	agent_stream_open(c, req, &down);
+	struct guest_stream *down;
+	guest_stream_open(c, req, &down);
 	json_decref(req);
 	size_t got = 0;
 	t0 = now_s();
-	while (agent_stream_read(down, &m, 60000) == 1) {
-		if (m.kind == AGENT_MSG_DATA)
+	while (guest_stream_read(down, &m, 60000) == 1) {
+		if (m.kind == GUEST_MSG_DATA)
 			got += m.len;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 	double download = (double)mib / (now_s() - t0);
-	agent_stream_close(down);
+	guest_stream_close(down);
 	t0 = now_s();
 	fd = open(peer, O_RDONLY);
 	while (util_read_full(fd, buf, chunk) > 0)
@@ -266,7 +266,7 @@ int main(void)
 	double pipe_peer = (double)mib / (now_s() - t0);
 	free(buf);
 
-	agent_conn_close(c);
+	guest_conn_close(c);
 	if (!remote)
 		stop_agent();
 	if (got != total || out != total)

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_conn.h"
 #include "engine/engine_exec.h"
 #include "engine/migrate.h"
 #include "engine/pool.h"
@@ -172,13 +172,13 @@ struct peer {
 	int pidfd;
 	char dir[PATH_MAX];
 	struct qmp *q;
-	struct agent_conn *a;
+	struct guest_conn *a;
 };
 
 static void peer_end(struct peer *p)
 {
 	if (p->a)
-		agent_conn_close(p->a);
+		guest_conn_close(p->a);
 	if (p->q)
 		qmp_close(p->q);
 	if (p->pid > 0) {
@@ -225,7 +225,7 @@ static int peer_start(struct peer *p, struct strv *argv, const char *dir, int ti
 	if (want_agent) {
 		engine_path_join(sock, dir, "agent.sock");
 		/* The socket appears once QEMU has started: retry until then. */
-		while ((r = agent_conn_open(sock, vm_left_ms(deadline), &p->a)) == -ENOENT ||
+		while ((r = guest_conn_open(sock, vm_left_ms(deadline), &p->a)) == -ENOENT ||
 		       r == -ECONNREFUSED) {
 			if (vm_left_ms(deadline) == 0)
 				return r;
@@ -233,7 +233,7 @@ static int peer_start(struct peer *p, struct strv *argv, const char *dir, int ti
 		}
 		if (r < 0)
 			return r;
-		if ((r = agent_conn_restore(p->a, vm_left_ms(deadline) + 1)) < 0)
+		if ((r = guest_conn_restore(p->a, vm_left_ms(deadline) + 1)) < 0)
 			return r;
 	}
 	return 0;
@@ -281,11 +281,11 @@ static int make_plain_snapshot(const struct template *t, const char *snap)
 	if (r == 0) {
 		char sock[PATH_MAX];
 		engine_path_join(sock, dir, "agent.sock");
-		r = agent_conn_open(sock, 30000, &p.a);
+		r = guest_conn_open(sock, 30000, &p.a);
 		if (r == 0)
-			r = agent_conn_restore(p.a, 30000);
+			r = guest_conn_restore(p.a, 30000);
 		if (p.a)
-			agent_conn_close(p.a);
+			guest_conn_close(p.a);
 		p.a = NULL;
 	}
 	if (r == 0) {
@@ -395,9 +395,9 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 	char sock[PATH_MAX];
 	engine_path_join(sock, dir, "agent.sock");
 	if (r == 0)
-		r = agent_conn_open(sock, 30000, &p.a);
+		r = guest_conn_open(sock, 30000, &p.a);
 	if (r == 0)
-		r = agent_conn_restore(p.a, 30000);
+		r = guest_conn_restore(p.a, 30000);
 	long pss = -1;
 	if (r == 0) {
 		struct engine_exec_result res;

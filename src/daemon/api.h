@@ -183,7 +183,7 @@ json_t *api_exec_request(struct sbx *sb, const struct exec_body *b, int64_t time
  * read everything) and free; returns the write's 0 or -errno.  NULL: 0.
  */
 struct exec_stdin;
-int api_exec_stdin_start(struct agent_stream *st, const char *data, size_t len,
+int api_exec_stdin_start(struct guest_stream *st, const char *data, size_t len,
 			 struct exec_stdin **out);
 int api_exec_stdin_finish(struct exec_stdin *f);
 

@@ -119,7 +119,7 @@ static int agent_failed(json_t *end)
 /* One run: the agent stream and what the daemon holds of it. */
 struct run {
 	struct sbx *sb;
-	struct agent_stream *st;
+	struct guest_stream *st;
 	struct MHD_Connection *conn;
 	char ctx[ROUTE_PARAM_MAX];
 	size_t held;            /* bytes of output and results kept */
@@ -175,24 +175,24 @@ static int run_open(struct http_req *r, struct run *u)
 	if (e)
 		goto fail;
 	/* The first message: "accepted", or END with why not. */
-	struct agent_msg m = {0};
-	e = agent_stream_read(u->st, &m, ACCEPT_WAIT_MS);
-	if (e == 1 && m.kind == AGENT_MSG_EVENT) {
-		agent_msg_clear(&m);
+	struct guest_msg m = {0};
+	e = guest_stream_read(u->st, &m, ACCEPT_WAIT_MS);
+	if (e == 1 && m.kind == GUEST_MSG_EVENT) {
+		guest_msg_clear(&m);
 		return 0;
 	}
 	if (e == 1) {
 		if (!api_context_reply_missing(r, m.json) && !api_agent_error(r, m.json))
 			http_reply_error(r, API_ERR_AGENT_ERROR,
 					 "the agent answered a run with nothing");
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 		goto out;
 	}
 	e = e == 0 ? -ECONNRESET : e;
 fail:
 	api_reply_agent_failure(r, u->sb, e, "run_code");
 out:
-	agent_stream_close(u->st);
+	guest_stream_close(u->st);
 	sbx_release(u->sb);
 	memset(u, 0, sizeof(*u));
 	return -1;
@@ -234,8 +234,8 @@ void api_context_run(struct http_req *r)
 	json_t *end = NULL;
 	int e = results ? 0 : -ENOMEM;
 	while (!e && !end) {
-		struct agent_msg m = {0};
-		int rr = agent_stream_read(u.st, &m, POLL_MS);
+		struct guest_msg m = {0};
+		int rr = guest_stream_read(u.st, &m, POLL_MS);
 		if (rr == -ETIMEDOUT) {
 			if (http_conn_gone(r->conn)) {
 				log_kv(LOG_INFO, "run_code.client_gone", "id=%s ctx=%s",
@@ -249,9 +249,9 @@ void api_context_run(struct http_req *r)
 			e = rr < 0 ? rr : -ECONNRESET;
 			break;
 		}
-		if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 			end = json_incref(m.json ? m.json : json_object());
-		} else if (m.kind == AGENT_MSG_EVENT) {
+		} else if (m.kind == GUEST_MSG_EVENT) {
 			const char *type = json_string_value(json_object_get(m.json, "type"));
 			json_t *txt = json_object_get(m.json, "text");
 			int is_out = type && !strcmp(type, "stdout");
@@ -273,9 +273,9 @@ void api_context_run(struct http_req *r)
 				json_decref(res);
 			}
 		}
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
-	agent_stream_close(u.st); /* cancels a run still going (client gone) */
+	guest_stream_close(u.st); /* cancels a run still going (client gone) */
 	if (r->abort) {
 		/* the client left: nobody to answer */
 	} else if (e) {
@@ -312,8 +312,8 @@ struct run_sse {
  * has gone, else 0. */
 static int sse_pump(struct run_sse *s)
 {
-	struct agent_msg m = {0};
-	int rr = agent_stream_read(s->u.st, &m, POLL_MS);
+	struct guest_msg m = {0};
+	int rr = guest_stream_read(s->u.st, &m, POLL_MS);
 	if (rr == -ETIMEDOUT) {
 		if (http_conn_gone(s->u.conn))
 			return -EPIPE;
@@ -332,7 +332,7 @@ static int sse_pump(struct run_sse *s)
 		return 0;
 	}
 	const char *type = json_string_value(json_object_get(m.json, "type"));
-	if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+	if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 		enum api_err err;
 		char msg[400];
 		if (agent_failed(m.json) && api_context_missing(m.json))
@@ -344,7 +344,7 @@ static int sse_pump(struct run_sse *s)
 		else
 			sse_event(&s->out, "done", done_json(m.json, util_now_ms() - s->u.t0));
 		s->done = 1;
-	} else if (m.kind == AGENT_MSG_EVENT && type) {
+	} else if (m.kind == GUEST_MSG_EVENT && type) {
 		json_t *txt = json_object_get(m.json, "text");
 		int is_out = !strcmp(type, "stdout");
 		if ((is_out || !strcmp(type, "stderr")) && json_is_string(txt)) {
@@ -366,7 +366,7 @@ static int sse_pump(struct run_sse *s)
 			json_decref(res);
 		}
 	}
-	agent_msg_clear(&m);
+	guest_msg_clear(&m);
 	return 0;
 }
 
@@ -392,7 +392,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 static void sse_run_free(void *cls)
 {
 	struct run_sse *s = cls;
-	agent_stream_close(s->u.st); /* cancels the run if it still goes */
+	guest_stream_close(s->u.st); /* cancels the run if it still goes */
 	sbx_release(s->u.sb);
 	sse_free(&s->out);
 	free(s);

@@ -81,7 +81,7 @@ static json_t *result_json(json_t *end, struct capbuf *out, struct capbuf *err, 
 
 struct exec_stdin {
 	pthread_t thread;
-	struct agent_stream *st;
+	struct guest_stream *st;
 	char *data;  /* owned copy */
 	size_t len;
 	int err;
@@ -90,15 +90,15 @@ struct exec_stdin {
 static void *stdin_main(void *arg)
 {
 	struct exec_stdin *f = arg;
-	int e = f->len ? agent_stream_write(f->st, f->data, f->len, STDIN_WAIT_MS) : 0;
+	int e = f->len ? guest_stream_write(f->st, f->data, f->len, STDIN_WAIT_MS) : 0;
 	if (!e)
-		e = agent_stream_write_eof(f->st);
+		e = guest_stream_write_eof(f->st);
 	/* -EPIPE: the command ended without reading it all; its END says how. */
 	f->err = e == -EPIPE ? 0 : e;
 	return NULL;
 }
 
-int api_exec_stdin_start(struct agent_stream *st, const char *data, size_t len,
+int api_exec_stdin_start(struct guest_stream *st, const char *data, size_t len,
 			 struct exec_stdin **out)
 {
 	*out = NULL;
@@ -161,7 +161,7 @@ void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 	uint64_t cap = r->d->cfg.exec_output_cap;
 	struct capbuf out = {.limit = cap + MARKER_ROOM}, err = {.limit = cap + MARKER_ROOM};
 	json_t *end = NULL;
-	struct agent_stream *st = NULL;
+	struct guest_stream *st = NULL;
 	json_t *req = api_exec_request(sb, b, timeout_ms, cap);
 	struct exec_stdin *feed = NULL;
 	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
@@ -169,8 +169,8 @@ void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 	if (!e)
 		e = api_exec_stdin_start(st, b->stdin_data, b->stdin_len, &feed);
 	while (!e && !end) {
-		struct agent_msg m = {0};
-		int rr = agent_stream_read(st, &m, POLL_MS);
+		struct guest_msg m = {0};
+		int rr = guest_stream_read(st, &m, POLL_MS);
 		if (rr == -ETIMEDOUT) {
 			if (http_conn_gone(r->conn)) {
 				metrics_event(METRICS_EXEC_CLIENT_GONE);
@@ -186,22 +186,22 @@ void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 			e = rr < 0 ? rr : -ECONNRESET;
 			break;
 		}
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1)
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1)
 			capbuf_add(&out, m.data, m.len);
-		else if (m.kind == AGENT_MSG_DATA && m.channel == 2)
+		else if (m.kind == GUEST_MSG_DATA && m.channel == 2)
 			capbuf_add(&err, m.data, m.len);
-		else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR)
+		else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR)
 			end = json_incref(m.json ? m.json : json_object());
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 	if (feed) {
 		if (!end)
-			agent_stream_cancel(st); /* wakes the feeder */
+			guest_stream_cancel(st); /* wakes the feeder */
 		int fe = api_exec_stdin_finish(feed);
 		if (!e && !end)
 			e = fe;
 	}
-	agent_stream_close(st); /* cancels a command still running */
+	guest_stream_close(st); /* cancels a command still running */
 	int64_t ms = util_now_ms() - t0;
 	if (r->abort) {
 		/* the client left: nobody to answer */

@@ -45,7 +45,7 @@
 
 struct sse {
 	struct sbx *sb;
-	struct agent_stream *st;
+	struct guest_stream *st;
 	struct exec_stdin *feed;  /* stdin writer, NULL when no stdin */
 	struct MHD_Connection *conn;
 	struct sse_buf out;       /* formatted events not yet handed to MHD */
@@ -53,7 +53,7 @@ struct sse {
 	size_t carry_len[3];
 	int done;
 	int64_t t0, last_send_ms, timeout_ms;
-	struct agent_msg held;    /* the first message, read before the answer */
+	struct guest_msg held;    /* the first message, read before the answer */
 	int has_held;
 };
 
@@ -102,14 +102,14 @@ static void finish(struct sse *s, json_t *end)
  * Returns 0, or -EPIPE when the client has gone. */
 static int pump(struct sse *s)
 {
-	struct agent_msg m = {0};
+	struct guest_msg m = {0};
 	int rr;
 	if (s->has_held) {
 		m = s->held;
 		s->has_held = 0;
 		rr = 1;
 	} else {
-		rr = agent_stream_read(s->st, &m, POLL_MS);
+		rr = guest_stream_read(s->st, &m, POLL_MS);
 	}
 	int64_t now = util_now_ms();
 	if (rr == -ETIMEDOUT) {
@@ -134,18 +134,18 @@ static int pump(struct sse *s)
 		s->done = 1;
 		return 0;
 	}
-	if (m.kind == AGENT_MSG_DATA && (m.channel == 1 || m.channel == 2)) {
+	if (m.kind == GUEST_MSG_DATA && (m.channel == 1 || m.channel == 2)) {
 		add_output(s, m.channel, m.data, m.len, 0);
-	} else if (m.kind == AGENT_MSG_EVENT) {
+	} else if (m.kind == GUEST_MSG_EVENT) {
 		json_t *pid = json_object_get(m.json, "pid");
 		const char *ev = json_string_value(json_object_get(m.json, "event"));
 		if (ev && !strcmp(ev, "started") && json_is_integer(pid))
 			sse_event(&s->out, "started",
 				  json_pack("{s:I}", "pid", (json_int_t)json_integer_value(pid)));
-	} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+	} else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 		finish(s, m.json);
 	}
-	agent_msg_clear(&m);
+	guest_msg_clear(&m);
 	return 0;
 }
 
@@ -172,13 +172,13 @@ static void stream_free(void *cls)
 {
 	struct sse *s = cls;
 	if (s->feed) {
-		agent_stream_cancel(s->st); /* wakes the feeder if it waits */
+		guest_stream_cancel(s->st); /* wakes the feeder if it waits */
 		api_exec_stdin_finish(s->feed);
 	}
-	agent_stream_close(s->st); /* cancels the command if it still runs */
+	guest_stream_close(s->st); /* cancels the command if it still runs */
 	sbx_release(s->sb);
 	if (s->has_held)
-		agent_msg_clear(&s->held);
+		guest_msg_clear(&s->held);
 	sse_free(&s->out);
 	free(s);
 }
@@ -207,7 +207,7 @@ void api_exec_stream(struct http_req *r)
 	if (e) {
 		api_reply_agent_failure(r, sb, e, "exec");
 		if (s)
-			agent_stream_close(s->st);
+			guest_stream_close(s->st);
 		free(s);
 		sbx_release(sb);
 		return;
@@ -218,10 +218,10 @@ void api_exec_stream(struct http_req *r)
 	s->timeout_ms = timeout_ms;
 	/* A command that cannot start ends at once with an error: answer it
 	 * as JSON, as /exec does; anything else is kept for the stream. */
-	int rr = agent_stream_read(s->st, &s->held, START_WAIT_MS);
+	int rr = guest_stream_read(s->st, &s->held, START_WAIT_MS);
 	if (rr > 0) {
 		s->has_held = 1;
-		if ((s->held.kind == AGENT_MSG_END || s->held.kind == AGENT_MSG_ERROR) &&
+		if ((s->held.kind == GUEST_MSG_END || s->held.kind == GUEST_MSG_ERROR) &&
 		    api_agent_error(r, s->held.json)) {
 			stream_free(s);
 			return;

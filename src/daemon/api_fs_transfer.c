@@ -35,7 +35,7 @@
 
 struct upload {
 	struct sbx *sb;
-	struct agent_stream *st;
+	struct guest_stream *st;
 	int failed;        /* first -errno from writing; the END says why */
 	int64_t t0;
 };
@@ -45,7 +45,7 @@ static void upload_free(void *p)
 	struct upload *u = p;
 	if (!u)
 		return;
-	agent_stream_close(u->st); /* an unfinished upload: the agent drops its temp file */
+	guest_stream_close(u->st); /* an unfinished upload: the agent drops its temp file */
 	sbx_release(u->sb);
 	free(u);
 }
@@ -99,7 +99,7 @@ void api_fs_upload_chunk(struct http_req *r, const char *data, size_t len)
 	struct upload *u = r->state;
 	if (!u || u->failed)
 		return; /* the rest of the body is read and dropped; the end answers */
-	int e = agent_stream_write(u->st, data, len, WRITE_WAIT_MS);
+	int e = guest_stream_write(u->st, data, len, WRITE_WAIT_MS);
 	if (e)
 		u->failed = e;
 }
@@ -113,20 +113,20 @@ void api_fs_upload_end(struct http_req *r)
 	}
 	int e = u->failed;
 	if (!e)
-		e = agent_stream_write_eof(u->st);
+		e = guest_stream_write_eof(u->st);
 	if (e == -EPIPE)
 		e = 0; /* the agent ended the stream early: its END has the reason */
 	json_t *end = NULL;
 	while (!e && !end) {
-		struct agent_msg m = {0};
-		int rr = agent_stream_read(u->st, &m, ANSWER_MS);
+		struct guest_msg m = {0};
+		int rr = guest_stream_read(u->st, &m, ANSWER_MS);
 		if (rr <= 0) {
 			e = rr < 0 ? rr : -ECONNRESET;
 			break;
 		}
-		if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR)
+		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR)
 			end = json_incref(m.json ? m.json : json_object());
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 	if (e) {
 		api_reply_agent_failure(r, u->sb, e, "upload");
@@ -146,9 +146,9 @@ void api_fs_upload_end(struct http_req *r)
 
 struct download {
 	struct sbx *sb;
-	struct agent_stream *st;
+	struct guest_stream *st;
 	struct MHD_Connection *conn;
-	struct agent_msg held;    /* a DATA message partly handed out */
+	struct guest_msg held;    /* a DATA message partly handed out */
 	size_t held_off;
 	uint64_t sent, size;      /* size: from the stat event, UINT64_MAX unknown */
 	int done;
@@ -157,8 +157,8 @@ struct download {
 static void download_free(void *p)
 {
 	struct download *dl = p;
-	agent_msg_clear(&dl->held);
-	agent_stream_close(dl->st);
+	guest_msg_clear(&dl->held);
+	guest_stream_close(dl->st);
 	sbx_release(dl->sb);
 	free(dl);
 }
@@ -177,14 +177,14 @@ static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
 			dl->sent += n;
 			return (ssize_t)n;
 		}
-		agent_msg_clear(&dl->held);
+		guest_msg_clear(&dl->held);
 		dl->held_off = 0;
 		if (dl->done)
 			return dl->size == UINT64_MAX || dl->sent == dl->size
 				       ? MHD_CONTENT_READER_END_OF_STREAM
 				       : MHD_CONTENT_READER_END_WITH_ERROR;
-		struct agent_msg m = {0};
-		int rr = agent_stream_read(dl->st, &m, POLL_MS);
+		struct guest_msg m = {0};
+		int rr = guest_stream_read(dl->st, &m, POLL_MS);
 		if (rr == -ETIMEDOUT) {
 			if (http_conn_gone(dl->conn))
 				return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -192,18 +192,18 @@ static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (rr <= 0)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
 			dl->held = m; /* owned now */
 			continue;
 		}
-		if (m.kind == AGENT_MSG_ERROR ||
-		    (m.kind == AGENT_MSG_END && json_object_get(m.json, "error"))) {
-			agent_msg_clear(&m);
+		if (m.kind == GUEST_MSG_ERROR ||
+		    (m.kind == GUEST_MSG_END && json_object_get(m.json, "error"))) {
+			guest_msg_clear(&m);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
-		if (m.kind == AGENT_MSG_END)
+		if (m.kind == GUEST_MSG_END)
 			dl->done = 1;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 }
 
@@ -215,31 +215,31 @@ static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
 static int first_answer(struct http_req *r, struct download *dl)
 {
 	for (;;) {
-		struct agent_msg m = {0};
-		int rr = agent_stream_read(dl->st, &m, ANSWER_MS);
+		struct guest_msg m = {0};
+		int rr = guest_stream_read(dl->st, &m, ANSWER_MS);
 		if (rr <= 0) {
 			api_reply_agent_failure(r, dl->sb, rr < 0 ? rr : -ECONNRESET, "download");
 			return 1;
 		}
-		if (m.kind == AGENT_MSG_EVENT) {
+		if (m.kind == GUEST_MSG_EVENT) {
 			json_t *sz = json_object_get(m.json, "size");
 			if (json_is_integer(sz) && json_integer_value(sz) >= 0)
 				dl->size = (uint64_t)json_integer_value(sz);
-			agent_msg_clear(&m);
+			guest_msg_clear(&m);
 			return 0;
 		}
-		if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 			int answered = api_agent_error(r, m.json);
 			if (!answered) /* an empty file, no stat event */
 				dl->done = 1;
-			agent_msg_clear(&m);
+			guest_msg_clear(&m);
 			return answered;
 		}
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
 			dl->held = m;
 			return 0;
 		}
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 }
 

@@ -265,10 +265,10 @@ static void unpin(struct sbx *sb)
  * connection is replaced only by a thread that is alone with the VM, since
  * replacing frees the old one under any thread still holding it.
  */
-static struct agent_conn *live_conn(struct sbx *sb)
+static struct guest_conn *live_conn(struct sbx *sb)
 {
-	struct agent_conn *c = vm_agent(sb->vm);
-	if (c && agent_conn_alive(c))
+	struct guest_conn *c = vm_agent(sb->vm);
+	if (c && guest_conn_alive(c))
 		return c;
 	pthread_mutex_lock(&sb->lock);
 	if (sb->ops == 1 && sb->state == SBX_RUNNING) {
@@ -280,16 +280,16 @@ static struct agent_conn *live_conn(struct sbx *sb)
 		c = NULL;
 	}
 	pthread_mutex_unlock(&sb->lock);
-	return c && agent_conn_alive(c) ? c : NULL;
+	return c && guest_conn_alive(c) ? c : NULL;
 }
 
-int sbx_stream_open(struct sbx *sb, json_t *req, struct agent_stream **out)
+int sbx_stream_open(struct sbx *sb, json_t *req, struct guest_stream **out)
 {
 	int r = pin(sb);
 	if (r)
 		return r;
-	struct agent_conn *c = live_conn(sb);
-	r = c ? agent_stream_open(c, req, out) : -ECONNRESET;
+	struct guest_conn *c = live_conn(sb);
+	r = c ? guest_stream_open(c, req, out) : -ECONNRESET;
 	unpin(sb);
 	return r;
 }
@@ -300,8 +300,8 @@ int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result)
 	int r = pin(sb);
 	if (r)
 		return r;
-	struct agent_conn *c = live_conn(sb);
-	r = c ? agent_call(c, req, timeout_ms, result) : -ECONNRESET;
+	struct guest_conn *c = live_conn(sb);
+	r = c ? guest_call(c, req, timeout_ms, result) : -ECONNRESET;
 	unpin(sb);
 	return r;
 }

@@ -15,7 +15,7 @@
  * across a blocking call: a create restores QEMU unlocked (its slot in the
  * team's limit is reserved first, atomically, as a CREATING entry), and an
  * end waits for `ops` to drain after killing QEMU, which wakes them.
- * Agent streams stay valid after their VM ends (agent_conn.h): their reads
+ * Agent streams stay valid after their VM ends (guest_conn.h): their reads
  * then fail with -ECONNRESET, so long streams never delay an end.
  *
  * Threads: every function may be called from any thread.
@@ -31,7 +31,7 @@
 #include "daemon/api_errors.h"
 #include "daemon/request_body.h"
 #include "daemon/store.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 
 struct daemon;
 struct sandboxes;
@@ -104,16 +104,16 @@ int sbx_ending(struct sbx *sb);
 /*
  * sbx_stream_open - open an agent stream with request req (borrowed) on the
  * sandbox's agent connection (reconnecting once if it was lost).  The
- * stream is the caller's (agent_stream_close) and stays safe to use after
+ * stream is the caller's (guest_stream_close) and stays safe to use after
  * the sandbox ends.  Returns 0, -ESRCH (not running), -ECONNRESET (the
  * agent is unreachable), -EMFILE (too many streams), -ENOMEM.
  */
-int sbx_stream_open(struct sbx *sb, json_t *req, struct agent_stream **out);
+int sbx_stream_open(struct sbx *sb, json_t *req, struct guest_stream **out);
 
 /*
- * sbx_call - one request/answer operation (agent_call) on the sandbox's
+ * sbx_call - one request/answer operation (guest_call) on the sandbox's
  * agent: *result is the END object (new reference).  Returns as
- * agent_call, or -ESRCH when the sandbox is not running.
+ * guest_call, or -ESRCH when the sandbox is not running.
  */
 int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result);
 

@@ -31,7 +31,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 #include "engine/host_tsc.h"
 #include "engine/migrate.h"
 #include "engine/proc.h"
@@ -88,7 +88,7 @@ static int fail(struct bake *b, int code, const char *fmt, ...)
  * Without warm code a template whose kernel cannot start (no python3) is
  * still baked, without one.
  */
-static int warm(struct bake *b, struct agent_conn *a, const char *code, unsigned kernels)
+static int warm(struct bake *b, struct guest_conn *a, const char *code, unsigned kernels)
 {
 	json_t *req = json_pack("{s:s, s:i}", "op", "context_pool", "kernels", (int)kernels);
 	if (req && code[0])
@@ -96,7 +96,7 @@ static int warm(struct bake *b, struct agent_conn *a, const char *code, unsigned
 	if (!req)
 		return fail(b, -ENOMEM, "out of memory");
 	json_t *res = NULL;
-	int r = agent_call(a, req, BAKE_WARM_MS, &res);
+	int r = guest_call(a, req, BAKE_WARM_MS, &res);
 	json_decref(req);
 	const char *state = json_string_value(json_object_get(res, "state"));
 	const char *why = json_string_value(json_object_get(res, "error"));
@@ -146,7 +146,7 @@ void engine_boot_cmdline(const struct manifest *m, enum accel_kind accel, char *
  * process (for kill and messages); *a the agent connection. */
 static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 		     const char *cmdline, const struct machine_spec *spec, struct vm **vout,
-		     struct agent_conn **a)
+		     struct guest_conn **a)
 {
 	char mem[PATH_MAX], disk[PATH_MAX], sock[PATH_MAX], con[PATH_MAX];
 	struct vm *v = calloc(1, sizeof(*v));
@@ -191,7 +191,7 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 	 * write to the console early) and is retried without waiting more. */
 	int64_t hang_at = util_now_ms() + BAKE_HANG_MS;
 	for (;;) {
-		r = agent_conn_open(sock, vm_left_ms(deadline) < 1000 ? vm_left_ms(deadline) : 1000, a);
+		r = guest_conn_open(sock, vm_left_ms(deadline) < 1000 ? vm_left_ms(deadline) : 1000, a);
 		if (r == 0)
 			return 0;
 		*a = NULL;
@@ -356,7 +356,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	engine_boot_cmdline(m, accel, cmdline, sizeof(cmdline));
 
 	struct vm *v = NULL;
-	struct agent_conn *a = NULL;
+	struct guest_conn *a = NULL;
 	for (int attempt = 1; attempt <= BAKE_BOOT_ATTEMPTS; attempt++) {
 		say(&b, "booting (attempt %d of %d)", attempt, BAKE_BOOT_ATTEMPTS);
 		r = boot_once(&b, tmp, m, cmdline, &spec, &v, &a);
@@ -364,7 +364,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 			break;
 		say(&b, "boot failed: %s", err);
 		if (a)
-			agent_conn_close(a);
+			guest_conn_close(a);
 		a = NULL;
 		bake_vm_end(v);
 		v = NULL;
@@ -375,7 +375,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	if (r < 0)
 		goto fail_tmp;
 	say(&b, "agent up; restore message");
-	if ((r = agent_conn_restore(a, 30000)) < 0) {
+	if ((r = guest_conn_restore(a, 30000)) < 0) {
 		fail(&b, r, "the agent's restore failed: %s", strerror(-r));
 		goto fail_vm;
 	}
@@ -387,7 +387,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	}
 	/* The snapshot is taken with no host connected: every clone starts
 	 * with the agent waiting for its host. */
-	agent_conn_close(a);
+	guest_conn_close(a);
 	a = NULL;
 	say(&b, "saving state");
 	char msg[256];
@@ -428,7 +428,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	goto out;
 fail_vm:
 	if (a)
-		agent_conn_close(a);
+		guest_conn_close(a);
 	bake_vm_end(v);
 fail_tmp:
 	strv_free(&margs);

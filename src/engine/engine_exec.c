@@ -28,7 +28,7 @@ static int append(char **buf, size_t *len, size_t cap, const uint8_t *data, size
 	return 0;
 }
 
-int engine_exec(struct agent_conn *c, const char *cmd, const struct engine_exec_opts *o,
+int engine_exec(struct guest_conn *c, const char *cmd, const struct engine_exec_opts *o,
 		struct engine_exec_result *r)
 {
 	struct engine_exec_opts none = {0};
@@ -45,46 +45,46 @@ int engine_exec(struct agent_conn *c, const char *cmd, const struct engine_exec_
 		json_object_set(req, "env", o->env);
 	if (o->cwd)
 		json_object_set_new(req, "cwd", json_string(o->cwd));
-	struct agent_stream *s = NULL;
-	int rc = agent_stream_open(c, req, &s);
+	struct guest_stream *s = NULL;
+	int rc = guest_stream_open(c, req, &s);
 	json_decref(req);
 	if (rc < 0)
 		return rc;
 	int wait_ms = o->timeout_ms > 0 ? o->timeout_ms + 30000 : -1;
 	if (o->stdin_data) {
-		if ((rc = agent_stream_write(s, o->stdin_data, o->stdin_len, wait_ms)) < 0 ||
-		    (rc = agent_stream_write_eof(s)) < 0) {
-			agent_stream_close(s);
+		if ((rc = guest_stream_write(s, o->stdin_data, o->stdin_len, wait_ms)) < 0 ||
+		    (rc = guest_stream_write_eof(s)) < 0) {
+			guest_stream_close(s);
 			return rc;
 		}
 	}
 	if (append(&r->out, &r->out_len, cap, NULL, 0) < 0 ||
 	    append(&r->err, &r->err_len, cap, NULL, 0) < 0) {
-		agent_stream_close(s);
+		guest_stream_close(s);
 		return -ENOMEM;
 	}
 	for (;;) {
-		struct agent_msg m = {0};
-		rc = agent_stream_read(s, &m, wait_ms);
+		struct guest_msg m = {0};
+		rc = guest_stream_read(s, &m, wait_ms);
 		if (rc <= 0)
 			break;
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
 			r->out_total += m.len;
 			append(&r->out, &r->out_len, cap, m.data, m.len);
-		} else if (m.kind == AGENT_MSG_DATA && m.channel == 2) {
+		} else if (m.kind == GUEST_MSG_DATA && m.channel == 2) {
 			r->err_total += m.len;
 			append(&r->err, &r->err_len, cap, m.data, m.len);
-		} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		} else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 			json_decref(r->end);
 			r->end = json_incref(m.json);
-			if (m.kind == AGENT_MSG_ERROR)
+			if (m.kind == GUEST_MSG_ERROR)
 				rc = -EPROTO;
 		}
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 		if (rc == -EPROTO)
 			break;
 	}
-	agent_stream_close(s);
+	guest_stream_close(s);
 	if (rc < 0)
 		return rc;
 	if (!r->end || json_object_get(r->end, "error"))

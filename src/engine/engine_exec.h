@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 
 struct engine_exec_opts {
 	int timeout_ms;         /* guest-side timeout (0: none); the host waits this + 30 s */
@@ -41,7 +41,7 @@ struct engine_exec_result {
  * agent answered ERROR or an END with "error"; r->end has it), -ETIMEDOUT,
  * -ECONNRESET, -ENOMEM.
  */
-int engine_exec(struct agent_conn *c, const char *cmd, const struct engine_exec_opts *o,
+int engine_exec(struct guest_conn *c, const char *cmd, const struct engine_exec_opts *o,
 		struct engine_exec_result *r);
 
 /* engine_exec_result_free - release what r holds; r may be reused. */

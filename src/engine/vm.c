@@ -24,7 +24,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_conn.h"
 #include "engine/spawn.h"
 
 int vm_restore(const struct template *t, const char *run_dir, int timeout_ms,
@@ -211,9 +211,9 @@ const char *vm_exit_reason(struct vm *v)
 	return v->reason;
 }
 
-struct agent_conn *vm_agent(struct vm *v)
+struct guest_conn *vm_agent(struct vm *v)
 {
-	if (v->agent && !agent_conn_alive(v->agent))
+	if (v->agent && !guest_conn_alive(v->agent))
 		return NULL;
 	return v->agent;
 }
@@ -225,11 +225,11 @@ int vm_agent_reconnect(struct vm *v, int timeout_ms)
 	if (r < 0)
 		return r;
 	if (v->agent)
-		agent_conn_close(v->agent);
+		guest_conn_close(v->agent);
 	v->agent = NULL;
 	if (!vm_alive(v))
 		return -ESRCH;
-	return agent_conn_open(sock, timeout_ms, &v->agent);
+	return guest_conn_open(sock, timeout_ms, &v->agent);
 }
 
 /* Run a QMP command without arguments or result; -ESRCH if QEMU is gone. */
@@ -276,7 +276,7 @@ int vm_status(struct vm *v, char *buf, size_t buflen)
 int vm_stop(struct vm *v)
 {
 	if (v->agent)
-		agent_conn_close(v->agent);
+		guest_conn_close(v->agent);
 	v->agent = NULL;
 	if (vm_alive(v) && v->qmp)
 		qmp_call(v->qmp, "quit", NULL, 1000, NULL);
@@ -304,7 +304,7 @@ void vm_free(struct vm *v)
 	if (!v)
 		return;
 	if (v->agent)
-		agent_conn_close(v->agent);
+		guest_conn_close(v->agent);
 	if (v->qmp)
 		qmp_close(v->qmp);
 	if (v->pidfd >= 0)

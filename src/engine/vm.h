@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "engine/agent_conn.h"
+#include "engine/guest_conn.h"
 #include "engine/template.h"
 
 struct vm;
@@ -101,7 +101,7 @@ const char *vm_exit_reason(struct vm *v);
 
 /* vm_agent - the agent connection (borrowed; NULL if lost).  If the
  * connection dropped, vm_agent_reconnect makes a new one. */
-struct agent_conn *vm_agent(struct vm *v);
+struct guest_conn *vm_agent(struct vm *v);
 
 /* vm_agent_reconnect - replace a lost agent connection.  0 or -errno. */
 int vm_agent_reconnect(struct vm *v, int timeout_ms);

@@ -50,7 +50,7 @@ struct vm {
 	unsigned long long start_ticks; /* /proc/<pid>/stat field 22: tells pid reuse apart */
 	int pidfd;                   /* -1 if the kernel has none */
 	struct qmp *qmp;             /* NULL once QEMU is gone */
-	struct agent_conn *agent;    /* NULL until connected or after loss */
+	struct guest_conn *agent;    /* NULL until connected or after loss */
 	char reason[320];            /* exit reason, filled on demand */
 	struct vm_phases ph;         /* restore timings */
 };

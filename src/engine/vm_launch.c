@@ -21,7 +21,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_conn.h"
 #include "engine/migrate.h"
 #include "engine/jail.h"
 #include "engine/spawn.h"
@@ -118,7 +118,7 @@ void vm_discard(struct vm *v)
 	if (!v)
 		return;
 	if (v->agent)
-		agent_conn_close(v->agent);
+		guest_conn_close(v->agent);
 	v->agent = NULL;
 	if (v->qmp)
 		qmp_close(v->qmp);
@@ -347,18 +347,18 @@ int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 	ts = tn;
 	if ((r = vm_path(v, VM_AGENT_SOCK, sock)) < 0)
 		return r;
-	if ((r = agent_conn_open(sock, vm_left_ms(deadline), &v->agent)) < 0) {
+	if ((r = guest_conn_open(sock, vm_left_ms(deadline), &v->agent)) < 0) {
 		v->agent = NULL;
 		vm_fail_msg(v, err, "the agent did not answer", r);
 		return r == -ETIMEDOUT ? r : -EIO;
 	}
-	struct agent_conn_stats as;
-	agent_conn_stats(v->agent, &as);
+	struct guest_conn_stats as;
+	guest_conn_stats(v->agent, &as);
 	v->ph.agent_connect = as.connect_us;
 	v->ph.hello = as.handshake_us;
 	v->ph.hellos = as.hellos;
 	ts = util_now_us();
-	if ((r = agent_conn_restore(v->agent, vm_left_ms(deadline) + 1)) < 0) {
+	if ((r = guest_conn_restore(v->agent, vm_left_ms(deadline) + 1)) < 0) {
 		vm_fail_msg(v, err, "the agent's restore failed", r);
 		return r == -ETIMEDOUT ? r : -EIO;
 	}

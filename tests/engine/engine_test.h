@@ -127,32 +127,32 @@ static inline int et_file_write(struct vm *v, const char *path, const void *data
 {
 	json_t *req = json_pack("{s:s, s:s, s:i, s:b}", "op", "file_write", "path", path, "mode",
 				0644, "parents", 1);
-	struct agent_stream *s = NULL;
-	int r = agent_stream_open(vm_agent(v), req, &s);
+	struct guest_stream *s = NULL;
+	int r = guest_stream_open(vm_agent(v), req, &s);
 	json_decref(req);
 	if (r < 0)
 		return r;
-	if ((r = agent_stream_write(s, data, len, 120000)) == 0)
-		r = agent_stream_write_eof(s);
+	if ((r = guest_stream_write(s, data, len, 120000)) == 0)
+		r = guest_stream_write_eof(s);
 	int ended = 0;
 	while (r == 0) {
-		struct agent_msg m = {0};
-		int k = agent_stream_read(s, &m, 120000);
+		struct guest_msg m = {0};
+		int k = guest_stream_read(s, &m, 120000);
 		if (k <= 0) {
 			r = k == 0 ? (ended ? 0 : -EPROTO) : k;
 			break;
 		}
-		if (m.kind == AGENT_MSG_END)
+		if (m.kind == GUEST_MSG_END)
 			ended = json_object_get(m.json, "error") ? -1 : 1;
-		if (m.kind == AGENT_MSG_ERROR)
+		if (m.kind == GUEST_MSG_ERROR)
 			ended = -1;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 		if (ended) {
 			r = ended > 0 ? 0 : -EIO;
 			break;
 		}
 	}
-	agent_stream_close(s);
+	guest_stream_close(s);
 	return r;
 }
 
@@ -160,8 +160,8 @@ static inline int et_file_write(struct vm *v, const char *path, const void *data
 static inline int et_file_read(struct vm *v, const char *path, uint8_t **out, size_t *len)
 {
 	json_t *req = json_pack("{s:s, s:s}", "op", "file_read", "path", path);
-	struct agent_stream *s = NULL;
-	int r = agent_stream_open(vm_agent(v), req, &s);
+	struct guest_stream *s = NULL;
+	int r = guest_stream_open(vm_agent(v), req, &s);
 	json_decref(req);
 	if (r < 0)
 		return r;
@@ -169,13 +169,13 @@ static inline int et_file_read(struct vm *v, const char *path, uint8_t **out, si
 	uint8_t *buf = malloc(cap);
 	int ended = 0;
 	while (buf) {
-		struct agent_msg m = {0};
-		int k = agent_stream_read(s, &m, 120000);
+		struct guest_msg m = {0};
+		int k = guest_stream_read(s, &m, 120000);
 		if (k <= 0) {
 			r = k == 0 ? (ended > 0 ? 0 : -EPROTO) : k;
 			break;
 		}
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
 			while (n + m.len > cap) {
 				uint8_t *nb = realloc(buf, cap * 2);
 				if (!nb) {
@@ -191,17 +191,17 @@ static inline int et_file_read(struct vm *v, const char *path, uint8_t **out, si
 				n += m.len;
 			}
 		}
-		if (m.kind == AGENT_MSG_END)
+		if (m.kind == GUEST_MSG_END)
 			ended = json_object_get(m.json, "error") ? -1 : 1;
-		if (m.kind == AGENT_MSG_ERROR)
+		if (m.kind == GUEST_MSG_ERROR)
 			ended = -1;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 		if (ended < 0) {
 			r = -EIO;
 			break;
 		}
 	}
-	agent_stream_close(s);
+	guest_stream_close(s);
 	if (!buf)
 		return -ENOMEM;
 	if (r < 0) {

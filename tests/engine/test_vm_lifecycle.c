@@ -120,26 +120,26 @@ static void test_pause_resume(void **state)
 	assert_string_equal(st, "paused");
 	/* A paused guest runs nothing: the exec only finishes after resume. */
 	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "echo later");
-	struct agent_stream *s = NULL;
-	assert_int_equal(agent_stream_open(vm_agent(v), req, &s), 0);
+	struct guest_stream *s = NULL;
+	assert_int_equal(guest_stream_open(vm_agent(v), req, &s), 0);
 	json_decref(req);
-	struct agent_msg m = {0};
-	assert_int_equal(agent_stream_read(s, &m, 700), -ETIMEDOUT);
+	struct guest_msg m = {0};
+	assert_int_equal(guest_stream_read(s, &m, 700), -ETIMEDOUT);
 	assert_int_equal(vm_resume(v), 0);
 	assert_int_equal(vm_status(v, st, sizeof(st)), 0);
 	assert_string_equal(st, "running");
 	int got_out = 0;
 	for (;;) {
-		int r = agent_stream_read(s, &m, 60000);
+		int r = guest_stream_read(s, &m, 60000);
 		assert_true(r >= 0);
 		if (r == 0)
 			break;
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1 && m.len == 6 &&
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1 && m.len == 6 &&
 		    !memcmp(m.data, "later\n", 6))
 			got_out = 1;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
-	agent_stream_close(s);
+	guest_stream_close(s);
 	assert_true(got_out);
 	et_stop(v);
 }

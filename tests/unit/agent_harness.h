@@ -1,7 +1,7 @@
 /*
  * agent_harness.h - helpers for the host tests of the agent
  * (test_agent_host.c, test_agent_files.c): start pandastack-agent --listen on
- * a socket in a fresh temporary folder, connect through agent_conn, run
+ * a socket in a fresh temporary folder, connect through guest_conn, run
  * execs and file transfers, look for leftover processes.
  *
  * The agent binary is $PANDASTACK_AGENT_BIN, else pandastack-agent-dyn in the
@@ -29,7 +29,7 @@
 #include <jansson.h>
 
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 
 /* Each test uses some of the helpers. */
 #define HARNESS static __attribute__((unused))
@@ -193,31 +193,31 @@ HARNESS int buf_append(uint8_t **b, size_t *len, const uint8_t *p, size_t n)
 }
 
 /* Read a stream to its end, collecting channels 1 and 2 and the END.
- * Returns 0 or the agent_stream_read error. */
-HARNESS int harness_collect(struct agent_stream *s, struct exec_result *r, int timeout_ms)
+ * Returns 0 or the guest_stream_read error. */
+HARNESS int harness_collect(struct guest_stream *s, struct exec_result *r, int timeout_ms)
 {
 	int64_t deadline = util_now_ms() + timeout_ms;
 	for (;;) {
 		int64_t left = deadline - util_now_ms();
 		if (left < 0)
 			left = 0;
-		struct agent_msg m;
-		int k = agent_stream_read(s, &m, (int)left);
+		struct guest_msg m;
+		int k = guest_stream_read(s, &m, (int)left);
 		if (k == 0)
 			return 0;
 		if (k < 0)
 			return k;
-		if (m.kind == AGENT_MSG_DATA && m.channel == 1)
+		if (m.kind == GUEST_MSG_DATA && m.channel == 1)
 			buf_append(&r->out, &r->outlen, m.data, m.len);
-		else if (m.kind == AGENT_MSG_DATA && m.channel == 2)
+		else if (m.kind == GUEST_MSG_DATA && m.channel == 2)
 			buf_append(&r->err, &r->errlen, m.data, m.len);
-		else if (m.kind == AGENT_MSG_EVENT && !r->started)
+		else if (m.kind == GUEST_MSG_EVENT && !r->started)
 			r->started = json_incref(m.json);
-		else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 			r->end = json_incref(m.json);
-			r->is_error = m.kind == AGENT_MSG_ERROR;
+			r->is_error = m.kind == GUEST_MSG_ERROR;
 		}
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 }
 
@@ -226,35 +226,35 @@ HARNESS int harness_collect(struct agent_stream *s, struct exec_result *r, int t
  * as stdin then EOF (req must say "stdin": true).  Returns 0 with r filled
  * (r->end set), or -errno.
  */
-HARNESS int harness_exec(struct agent_conn *c, json_t *req, const void *in, size_t inlen,
+HARNESS int harness_exec(struct guest_conn *c, json_t *req, const void *in, size_t inlen,
 			struct exec_result *r, int timeout_ms)
 {
 	memset(r, 0, sizeof(*r));
-	struct agent_stream *s;
-	int k = agent_stream_open(c, req, &s);
+	struct guest_stream *s;
+	int k = guest_stream_open(c, req, &s);
 	json_decref(req);
 	if (k < 0)
 		return k;
 	if (in) {
-		k = agent_stream_write(s, in, inlen, timeout_ms);
+		k = guest_stream_write(s, in, inlen, timeout_ms);
 		if (k == 0)
-			k = agent_stream_write_eof(s);
+			k = guest_stream_write_eof(s);
 		if (k == -EPIPE)
 			k = 0; /* the command ended before taking all input: read its END */
 		if (k < 0) {
-			agent_stream_close(s);
+			guest_stream_close(s);
 			return k;
 		}
 	}
 	k = harness_collect(s, r, timeout_ms);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	if (k == 0 && !r->end)
 		k = -EPROTO;
 	return k;
 }
 
 /* Shorthand: exec cmd with defaults. */
-HARNESS int harness_sh(struct agent_conn *c, const char *cmd, struct exec_result *r)
+HARNESS int harness_sh(struct guest_conn *c, const char *cmd, struct exec_result *r)
 {
 	return harness_exec(c, json_pack("{s:s, s:s}", "op", "exec", "cmd", cmd), NULL, 0, r,
 			    30000);
@@ -272,10 +272,10 @@ HARNESS json_int_t end_int(json_t *end, const char *key)
 }
 
 /* One-shot request (stolen); returns the END object (new ref) or NULL. */
-HARNESS json_t *harness_call(struct agent_conn *c, json_t *req)
+HARNESS json_t *harness_call(struct guest_conn *c, json_t *req)
 {
 	json_t *res = NULL;
-	int r = agent_call(c, req, 30000, &res);
+	int r = guest_call(c, req, 30000, &res);
 	json_decref(req);
 	if (r < 0 && r != -EPROTO) {
 		json_decref(res);
@@ -286,21 +286,21 @@ HARNESS json_t *harness_call(struct agent_conn *c, json_t *req)
 
 /* harness_write_file - file_write of len bytes in 1 MiB pieces.  Returns
  * the END object (new ref) or NULL. */
-HARNESS json_t *harness_write_file(struct agent_conn *c, const char *path, const void *data,
+HARNESS json_t *harness_write_file(struct guest_conn *c, const char *path, const void *data,
 				  size_t len, int mode)
 {
 	json_t *req = json_pack("{s:s, s:s, s:i}", "op", "file_write", "path", path, "mode", mode);
-	struct agent_stream *s;
-	int k = agent_stream_open(c, req, &s);
+	struct guest_stream *s;
+	int k = guest_stream_open(c, req, &s);
 	json_decref(req);
 	if (k < 0)
 		return NULL;
-	k = agent_stream_write(s, data, len, 30000);
+	k = guest_stream_write(s, data, len, 30000);
 	if (k == 0)
-		k = agent_stream_write_eof(s);
+		k = guest_stream_write_eof(s);
 	struct exec_result r = {0};
 	harness_collect(s, &r, 30000); /* also after -EPIPE: the END says why */
-	agent_stream_close(s);
+	guest_stream_close(s);
 	json_t *end = json_incref(r.end);
 	exec_result_clear(&r);
 	return end;
@@ -308,7 +308,7 @@ HARNESS json_t *harness_write_file(struct agent_conn *c, const char *path, const
 
 /* harness_read_file - file_read into a new buffer.  Returns the END object
  * (new ref) or NULL; *data and *len hold the bytes (free *data). */
-HARNESS json_t *harness_read_file(struct agent_conn *c, const char *path, uint8_t **data,
+HARNESS json_t *harness_read_file(struct guest_conn *c, const char *path, uint8_t **data,
 				 size_t *len, json_t **stat_event)
 {
 	struct exec_result r = {0};

@@ -1,7 +1,7 @@
 /*
  * test_agent_contexts.c - the agent's code-context operations
  * (docs/agent-protocol.md, "Code contexts"), end to end on the host: the
- * agent in --listen mode (agent_harness.h) driven through agent_conn, with
+ * agent in --listen mode (agent_harness.h) driven through guest_conn, with
  * the host's python3 and its ipykernel.  Skipped (as a whole) when the
  * host's /usr/bin/python3 has no ipykernel.
  *
@@ -29,7 +29,7 @@
 
 struct fixture {
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 };
 
 /* Everything one context_run produced. */
@@ -59,7 +59,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	*state = f;
 	return 0;
 }
@@ -67,7 +67,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	assert_true(harness_alive(&f->a));
 	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: kernels stopped, no leak */
 	free(f);
@@ -75,7 +75,7 @@ static int teardown(void **state)
 }
 
 /* context_create id with extra fields (stolen, may be NULL); the END. */
-static json_t *create_ctx(struct agent_conn *c, const char *id, json_t *extra)
+static json_t *create_ctx(struct guest_conn *c, const char *id, json_t *extra)
 {
 	json_t *req = json_pack("{s:s, s:s}", "op", "context_create", "id", id);
 	if (extra) {
@@ -83,27 +83,27 @@ static json_t *create_ctx(struct agent_conn *c, const char *id, json_t *extra)
 		json_decref(extra);
 	}
 	json_t *res = NULL;
-	int r = agent_call(c, req, CREATE_MS, &res);
+	int r = guest_call(c, req, CREATE_MS, &res);
 	json_decref(req);
 	assert_true(r == 0 || r == -EPROTO);
 	return res;
 }
 
 /* Collect a run stream to its END. */
-static int collect_run(struct agent_stream *s, struct run *r, int timeout_ms)
+static int collect_run(struct guest_stream *s, struct run *r, int timeout_ms)
 {
 	memset(r, 0, sizeof(*r));
 	r->results = json_array();
 	int64_t deadline = util_now_ms() + timeout_ms;
 	for (;;) {
 		int64_t left = deadline - util_now_ms();
-		struct agent_msg m;
-		int k = agent_stream_read(s, &m, left > 0 ? (int)left : 0);
+		struct guest_msg m;
+		int k = guest_stream_read(s, &m, left > 0 ? (int)left : 0);
 		if (k == 0)
 			return r->end ? 0 : -EPROTO;
 		if (k < 0)
 			return k;
-		if (m.kind == AGENT_MSG_EVENT) {
+		if (m.kind == GUEST_MSG_EVENT) {
 			const char *type = json_string_value(json_object_get(m.json, "type"));
 			json_t *text = json_object_get(m.json, "text");
 			if (type && !strcmp(type, "stdout"))
@@ -116,10 +116,10 @@ static int collect_run(struct agent_stream *s, struct run *r, int timeout_ms)
 					   json_string_length(text));
 			else if (type && !strcmp(type, "result"))
 				json_array_append(r->results, m.json);
-		} else if (m.kind == AGENT_MSG_END || m.kind == AGENT_MSG_ERROR) {
+		} else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
 			r->end = json_incref(m.json);
 		}
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 }
 
@@ -130,15 +130,15 @@ static json_t *run_req(const char *id, const char *code, int timeout_ms)
 }
 
 /* Run code in context id and collect everything; asserts the stream. */
-static void run_code(struct agent_conn *c, const char *id, const char *code, int timeout_ms,
+static void run_code(struct guest_conn *c, const char *id, const char *code, int timeout_ms,
 		     struct run *r)
 {
-	struct agent_stream *s;
+	struct guest_stream *s;
 	json_t *req = run_req(id, code, timeout_ms);
-	assert_int_equal(agent_stream_open(c, req, &s), 0);
+	assert_int_equal(guest_stream_open(c, req, &s), 0);
 	json_decref(req);
 	assert_int_equal(collect_run(s, r, RUN_MS), 0);
-	agent_stream_close(s);
+	guest_stream_close(s);
 }
 
 static const char *main_text(struct run *r)
@@ -268,11 +268,11 @@ static void test_busy_context_queues(void **state)
 	assert_null(end_error(end));
 	json_decref(end);
 	/* the second run is sent while the first sleeps: it waits its turn */
-	struct agent_stream *s1, *s2;
+	struct guest_stream *s1, *s2;
 	json_t *q1 = run_req("ctx_q", "import time; time.sleep(1); order = ['first']", 0);
 	json_t *q2 = run_req("ctx_q", "order.append('second'); order", 0);
-	assert_int_equal(agent_stream_open(f->c, q1, &s1), 0);
-	assert_int_equal(agent_stream_open(f->c, q2, &s2), 0);
+	assert_int_equal(guest_stream_open(f->c, q1, &s1), 0);
+	assert_int_equal(guest_stream_open(f->c, q2, &s2), 0);
 	json_decref(q1);
 	json_decref(q2);
 	struct run r1, r2;
@@ -289,8 +289,8 @@ static void test_busy_context_queues(void **state)
 	json_decref(res);
 	run_clear(&r1);
 	run_clear(&r2);
-	agent_stream_close(s1);
-	agent_stream_close(s2);
+	guest_stream_close(s1);
+	guest_stream_close(s2);
 }
 
 static void test_timeout_keeps_state(void **state)
@@ -344,16 +344,16 @@ static void test_cancel_run(void **state)
 	struct run r;
 	run_code(f->c, "ctx_c", "kept = 5", 0, &r);
 	run_clear(&r);
-	struct agent_stream *s;
+	struct guest_stream *s;
 	json_t *req = run_req("ctx_c", "import time; time.sleep(100)", 0);
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(500 * 1000);
-	assert_int_equal(agent_stream_cancel(s), 0);
+	assert_int_equal(guest_stream_cancel(s), 0);
 	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	run_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	run_code(f->c, "ctx_c", "kept", 0, &r); /* interrupted, not killed */
 	assert_string_equal(main_text(&r), "5");
 	run_clear(&r);
@@ -367,9 +367,9 @@ static void test_delete_and_interrupt(void **state)
 	long pid = (long)json_integer_value(json_object_get(end, "pid"));
 	json_decref(end);
 	/* interrupt a running cell */
-	struct agent_stream *s;
+	struct guest_stream *s;
 	json_t *req = run_req("ctx_x", "import time; time.sleep(100)", 0);
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(500 * 1000);
 	json_t *res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_interrupt", "id",
@@ -380,10 +380,10 @@ static void test_delete_and_interrupt(void **state)
 	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
 	assert_string_equal(error_name(r.end), "KeyboardInterrupt");
 	run_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	/* delete with a run queued: the run ends, the kernel goes */
 	req = run_req("ctx_x", "import time; time.sleep(100)", 0);
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(300 * 1000);
 	res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_delete", "id", "ctx_x"));
@@ -392,7 +392,7 @@ static void test_delete_and_interrupt(void **state)
 	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	run_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	int64_t until = util_now_ms() + 10000;
 	while (kill((pid_t)pid, 0) == 0 && util_now_ms() < until)
 		usleep(50 * 1000);
@@ -440,14 +440,14 @@ static void test_contexts_survive_the_host(void **state)
 	run_code(f->c, "ctx_h", "survivor = 'yes'", 0, &r);
 	run_clear(&r);
 	/* a run in flight when the host leaves is cancelled; the context stays */
-	struct agent_stream *s;
+	struct guest_stream *s;
 	json_t *req = run_req("ctx_h", "import time; time.sleep(100)", 0);
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(300 * 1000);
-	agent_stream_close(s);
-	agent_conn_close(f->c);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	guest_stream_close(s);
+	guest_conn_close(f->c);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	run_code(f->c, "ctx_h", "survivor", 0, &r);
 	assert_string_equal(main_text(&r), "yes");
 	run_clear(&r);
@@ -460,7 +460,7 @@ static void test_pool_and_reseed(void **state)
 	/* two warm kernels, as code-interpreter's template has */
 	json_t *req = json_pack("{s:s, s:s, s:i}", "op", "context_pool", "code", "warm_marker = 1",
 				"kernels", 2);
-	assert_int_equal(agent_call(f->c, req, CREATE_MS, &res), 0);
+	assert_int_equal(guest_call(f->c, req, CREATE_MS, &res), 0);
 	json_decref(req);
 	assert_string_equal(json_string_value(json_object_get(res, "state")), "ready");
 	assert_int_equal(json_integer_value(json_object_get(res, "kernels")), 2);
@@ -499,7 +499,7 @@ static void test_pool_and_reseed(void **state)
 	/* the pool fills up again once the contexts are quiet */
 	req = json_pack("{s:s, s:s, s:i}", "op", "context_pool", "code", "warm_marker = 2",
 			"kernels", 2);
-	assert_int_equal(agent_call(f->c, req, CREATE_MS, &res), 0);
+	assert_int_equal(guest_call(f->c, req, CREATE_MS, &res), 0);
 	json_decref(req);
 	assert_string_equal(json_string_value(json_object_get(res, "state")), "ready");
 	assert_int_equal(json_integer_value(json_object_get(res, "kernels")), 2);
@@ -515,14 +515,14 @@ static void test_agent_exit_stops_kernels(void **state)
 	(void)state;
 	struct fixture f = {0};
 	assert_int_equal(harness_start(&f.a), 0);
-	assert_int_equal(agent_conn_open(f.a.sock, 5000, &f.c), 0);
+	assert_int_equal(guest_conn_open(f.a.sock, 5000, &f.c), 0);
 	json_t *end = create_ctx(f.c, "ctx_exit", NULL);
 	assert_null(end_error(end));
 	pid_t pid = (pid_t)json_integer_value(json_object_get(end, "pid"));
 	json_decref(end);
 	assert_true(pid > 0);
 	assert_int_equal(kill(pid, 0), 0);
-	agent_conn_close(f.c);
+	guest_conn_close(f.c);
 	assert_int_equal(harness_stop(&f.a), 0);
 	/* the agent waited for its kernels: none outlives it */
 	int64_t until = util_now_ms() + 5000;

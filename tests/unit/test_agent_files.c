@@ -1,6 +1,6 @@
 /*
  * test_agent_files.c - the agent's file operations driven through
- * agent_conn: a 1 MiB random file written and read back byte-identical,
+ * guest_conn: a 1 MiB random file written and read back byte-identical,
  * atomic replace, modes, parents, stat/list/remove/mkdir, distinct errors
  * (ENOENT, ENOTDIR, EISDIR, EACCES, EEXIST, ENOTEMPTY), cancelled uploads
  * leaving nothing, the 256-stream limit, procfs/sysfs files read whole
@@ -26,7 +26,7 @@
 
 struct fixture {
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 	char path[PATH_MAX]; /* scratch for tests */
 };
 
@@ -35,7 +35,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	*state = f;
 	return 0;
 }
@@ -43,7 +43,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
 	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
 	free(f);
@@ -233,14 +233,14 @@ static void test_distinct_errors(void **state)
 	/* no write without parents into a missing folder */
 	json_t *req = json_pack("{s:s, s:s, s:b}", "op", "file_write", "path",
 				ws_path(f, "nodir/file"), "parents", 0);
-	struct agent_stream *s;
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	struct guest_stream *s;
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	struct exec_result r = {0};
 	assert_int_equal(harness_collect(s, &r, 10000), 0);
 	assert_string_equal(end_error(r.end), "ENOENT");
 	exec_result_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 }
 
 /* EACCES needs an agent that is not root: run one as nobody. */
@@ -249,9 +249,9 @@ static void test_eacces(void **state)
 	(void)state;
 	uid_t uid = geteuid() == 0 ? 65534 : 0;
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 	assert_int_equal(harness_start_as(&a, uid, NULL), 0);
-	assert_int_equal(agent_conn_open(a.sock, 5000, &c), 0);
+	assert_int_equal(guest_conn_open(a.sock, 5000, &c), 0);
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/secret", a.ws);
 	json_t *end = harness_write_file(c, p, "s", 1, 0);
@@ -269,7 +269,7 @@ static void test_eacces(void **state)
 	expect_error(harness_call(c, json_pack("{s:s, s:s}", "op", "list", "path", d)), "EACCES");
 	expect_error(harness_call(c, json_pack("{s:s, s:s}", "op", "stat", "path", p)), "EACCES");
 	assert_int_equal(chmod(d, 0755), 0);
-	agent_conn_close(c);
+	guest_conn_close(c);
 	assert_int_equal(harness_stop(&a), 0);
 }
 
@@ -278,17 +278,17 @@ static void test_cancelled_upload_leaves_nothing(void **state)
 {
 	struct fixture *f = *state;
 	json_t *req = json_pack("{s:s, s:s}", "op", "file_write", "path", ws_path(f, "part"));
-	struct agent_stream *s;
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	struct guest_stream *s;
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
 	static uint8_t chunk[200000];
-	assert_int_equal(agent_stream_write(s, chunk, sizeof(chunk), 10000), 0);
-	assert_int_equal(agent_stream_cancel(s), 0);
+	assert_int_equal(guest_stream_write(s, chunk, sizeof(chunk), 10000), 0);
+	assert_int_equal(guest_stream_cancel(s), 0);
 	struct exec_result r = {0};
 	assert_int_equal(harness_collect(s, &r, 10000), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	exec_result_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	json_t *end = call(f, "list", f->a.ws);
 	assert_int_equal(json_array_size(json_object_get(end, "entries")), 0);
 	json_decref(end);
@@ -455,28 +455,28 @@ static void test_upload_refuses_special_files(void **state)
 static void test_stream_limit(void **state)
 {
 	struct fixture *f = *state;
-	struct agent_stream *s[PROTO_MAX_STREAMS];
+	struct guest_stream *s[PROTO_MAX_STREAMS];
 	char name[64];
 	for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++) {
 		snprintf(name, sizeof(name), "up%u", i);
 		json_t *req = json_pack("{s:s, s:s}", "op", "file_write", "path", ws_path(f, name));
-		assert_int_equal(agent_stream_open(f->c, req, &s[i]), 0);
+		assert_int_equal(guest_stream_open(f->c, req, &s[i]), 0);
 		json_decref(req);
 	}
-	struct agent_stream *extra;
+	struct guest_stream *extra;
 	json_t *req = json_pack("{s:s, s:s}", "op", "stat", "path", "/");
-	assert_int_equal(agent_stream_open(f->c, req, &extra), -EMFILE);
+	assert_int_equal(guest_stream_open(f->c, req, &extra), -EMFILE);
 	/* every one of them is live on the agent: finish the last one */
-	assert_int_equal(agent_stream_write(s[255], "z", 1, 5000), 0);
-	assert_int_equal(agent_stream_write_eof(s[255]), 0);
+	assert_int_equal(guest_stream_write(s[255], "z", 1, 5000), 0);
+	assert_int_equal(guest_stream_write_eof(s[255]), 0);
 	struct exec_result r = {0};
 	assert_int_equal(harness_collect(s[255], &r, 10000), 0);
 	assert_int_equal(end_int(r.end, "size"), 1);
 	exec_result_clear(&r);
 	for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++)
-		agent_stream_close(s[i]);
+		guest_stream_close(s[i]);
 	json_t *end = NULL;
-	assert_int_equal(agent_call(f->c, req, 10000, &end), 0);
+	assert_int_equal(guest_call(f->c, req, 10000, &end), 0);
 	assert_string_equal(json_string_value(json_object_get(end, "type")), "dir");
 	json_decref(end);
 	json_decref(req);

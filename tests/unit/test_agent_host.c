@@ -1,6 +1,6 @@
 /*
  * test_agent_host.c - the agent (pandastack-agent --listen) driven through
- * agent_conn on the host: exec (exit codes, signals, stderr, env, cwd, stdin,
+ * guest_conn on the host: exec (exit codes, signals, stderr, env, cwd, stdin,
  * 20 MiB of output, timeouts killing the tree, 64 at once, a 200 MiB upload
  * beside execs, output cap, cancel), restore and request validation.  File
  * operations are in test_agent_files.c; the handshake, reconnects and a
@@ -21,7 +21,7 @@
 
 struct fixture {
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 };
 
 static int setup(void **state)
@@ -29,7 +29,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	*state = f;
 	return 0;
 }
@@ -37,7 +37,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
 	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
 	free(f);
@@ -235,9 +235,9 @@ static void test_timeout_kills_escaped_tree_with_cgroup(void **state)
 	if (!usable_cgroup(cg, sizeof(cg)))
 		skip();
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 	assert_int_equal(harness_start_as(&a, 0, cg), 0);
-	assert_int_equal(agent_conn_open(a.sock, 5000, &c), 0);
+	assert_int_equal(guest_conn_open(a.sock, 5000, &c), 0);
 	char tok[32], cmd[160];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "setsid sleep %s & sleep %s & sleep %s", tok, tok, tok);
@@ -247,7 +247,7 @@ static void test_timeout_kills_escaped_tree_with_cgroup(void **state)
 	assert_true(json_is_true(json_object_get(r.end, "timed_out")));
 	exec_result_clear(&r);
 	assert_int_equal(harness_wait_no_procs(tok, 5000), 0);
-	agent_conn_close(c);
+	guest_conn_close(c);
 	assert_int_equal(harness_stop(&a), 0);
 	/* the agent removed its exec groups; only our folder is left */
 	assert_int_equal(rmdir(cg), 0);
@@ -260,24 +260,24 @@ static void test_cancel_kills_command(void **state)
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "echo started; sleep %s; echo never", tok);
 	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", cmd);
-	struct agent_stream *s;
-	assert_int_equal(agent_stream_open(f->c, req, &s), 0);
+	struct guest_stream *s;
+	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
 	json_decref(req);
-	struct agent_msg m;
+	struct guest_msg m;
 	int got_output = 0;
 	while (!got_output) {
-		assert_int_equal(agent_stream_read(s, &m, 10000), 1);
-		got_output = m.kind == AGENT_MSG_DATA;
-		agent_msg_clear(&m);
+		assert_int_equal(guest_stream_read(s, &m, 10000), 1);
+		got_output = m.kind == GUEST_MSG_DATA;
+		guest_msg_clear(&m);
 	}
 	assert_true(harness_count_procs(tok) >= 1); /* sleep, maybe its sh */
-	assert_int_equal(agent_stream_cancel(s), 0);
+	assert_int_equal(guest_stream_cancel(s), 0);
 	struct exec_result r = {0};
 	assert_int_equal(harness_collect(s, &r, 10000), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	assert_null(strstr(r.out ? (char *)r.out : "", "never"));
 	exec_result_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	assert_int_equal(harness_wait_no_procs(tok, 5000), 0);
 }
 
@@ -314,7 +314,7 @@ static void test_64_concurrent_execs(void **state)
 {
 	struct fixture *f = *state;
 	enum { N = 64 };
-	struct agent_stream *s[N];
+	struct guest_stream *s[N];
 	for (int i = 0; i < N; i++) {
 		char cmd[256];
 		snprintf(cmd, sizeof(cmd),
@@ -322,7 +322,7 @@ static void test_64_concurrent_execs(void **state)
 			 "i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.05; done; echo %d",
 			 i, N, i);
 		json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", cmd);
-		assert_int_equal(agent_stream_open(f->c, req, &s[i]), 0);
+		assert_int_equal(guest_stream_open(f->c, req, &s[i]), 0);
 		json_decref(req);
 	}
 	for (int i = 0; i < N; i++) {
@@ -334,14 +334,14 @@ static void test_64_concurrent_execs(void **state)
 		snprintf(want, sizeof(want), "%d\n", i);
 		assert_string_equal((char *)r.out, want);
 		exec_result_clear(&r);
-		agent_stream_close(s[i]);
+		guest_stream_close(s[i]);
 	}
 }
 
 /* An upload of 200 MiB runs on one thread; execs beside it still answer
  * while it is in flight. */
 struct upload {
-	struct agent_conn *c;
+	struct guest_conn *c;
 	char path[2 * PATH_MAX];
 	size_t total;
 	volatile size_t sent;
@@ -353,8 +353,8 @@ static void *upload_main(void *arg)
 {
 	struct upload *u = arg;
 	json_t *req = json_pack("{s:s, s:s}", "op", "file_write", "path", u->path);
-	struct agent_stream *s;
-	u->rc = agent_stream_open(u->c, req, &s);
+	struct guest_stream *s;
+	u->rc = guest_stream_open(u->c, req, &s);
 	json_decref(req);
 	if (u->rc < 0)
 		return NULL;
@@ -363,18 +363,18 @@ static void *upload_main(void *arg)
 	uint64_t st = 7;
 	while (buf && u->sent < u->total && u->rc == 0) {
 		harness_fill(&st, buf, chunk);
-		u->rc = agent_stream_write(s, buf, chunk, 30000);
+		u->rc = guest_stream_write(s, buf, chunk, 30000);
 		__atomic_add_fetch(&u->sent, chunk, __ATOMIC_SEQ_CST);
 	}
 	free(buf);
 	if (u->rc == 0)
-		u->rc = agent_stream_write_eof(s);
+		u->rc = guest_stream_write_eof(s);
 	struct exec_result r = {0};
 	if (u->rc == 0)
 		u->rc = harness_collect(s, &r, 60000);
 	u->end = json_incref(r.end);
 	exec_result_clear(&r);
-	agent_stream_close(s);
+	guest_stream_close(s);
 	return NULL;
 }
 
@@ -502,7 +502,7 @@ static void test_request_validation(void **state)
 static void test_restore(void **state)
 {
 	struct fixture *f = *state;
-	assert_int_equal(agent_conn_restore(f->c, 5000), 0);
+	assert_int_equal(guest_conn_restore(f->c, 5000), 0);
 	/* in --listen mode the agent never touches the host's clock */
 	json_t *end = harness_call(
 		f->c, json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns", "1000000000",
@@ -514,7 +514,7 @@ static void test_restore(void **state)
 	assert_true(json_is_false(json_object_get(end, "clock_set")));
 	json_decref(end);
 	assert_true(util_wall_ns() > 1600000000ull * 1000000000ull);
-	json_t *info = agent_conn_info(f->c);
+	json_t *info = guest_conn_info(f->c);
 	assert_string_equal(json_string_value(json_object_get(info, "mode")), "listen");
 	assert_int_equal(json_integer_value(json_object_get(info, "proto")), PROTO_VERSION);
 }

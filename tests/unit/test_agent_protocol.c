@@ -5,7 +5,7 @@
  * a wrong version, a second HELLO on a live link, and hosts that vanish
  * mid-stream or mid-frame; every time the agent must stay up, clean up
  * (kill commands, remove partial uploads) and serve the next host.
- * Raw frames are written with common/proto.h; agent_conn is used where a
+ * Raw frames are written with common/proto.h; guest_conn is used where a
  * well-behaved host is enough.
  */
 #include <errno.h>
@@ -25,7 +25,7 @@
 
 struct fixture {
 	struct agent_proc a;
-	struct agent_conn *c;
+	struct guest_conn *c;
 };
 
 static int setup(void **state)
@@ -33,7 +33,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	*state = f;
 	return 0;
 }
@@ -41,7 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
 	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
 	free(f);
@@ -146,7 +146,7 @@ static void test_hostile_frames(void **state)
 	struct fixture *f = *state;
 	struct raw r;
 	char buf[4096];
-	agent_conn_close(f->c); /* one host at a time: free the agent */
+	guest_conn_close(f->c); /* one host at a time: free the agent */
 	f->c = NULL;
 	raw_connect(&r, f->a.sock);
 	/* noise before the handshake is skipped (sync mode) */
@@ -217,7 +217,7 @@ static void test_hostile_frames(void **state)
 static void test_version_mismatch_and_missing_socket(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c); /* one host at a time: free the agent */
+	guest_conn_close(f->c); /* one host at a time: free the agent */
 	f->c = NULL;
 	struct raw r;
 	char buf[512];
@@ -226,11 +226,11 @@ static void test_version_mismatch_and_missing_socket(void **state)
 	assert_true(raw_expect(&r, PROTO_ERROR, 0, buf, sizeof(buf)));
 	assert_non_null(strstr(buf, "EPROTONOSUPPORT"));
 	raw_close(&r);
-	struct agent_conn *c = NULL;
+	struct guest_conn *c = NULL;
 	char missing[PATH_MAX + 32];
 	snprintf(missing, sizeof(missing), "%s/nope.sock", f->a.dir);
-	assert_int_equal(agent_conn_open(missing, 1000, &c), -ENOENT);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(missing, 1000, &c), -ENOENT);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 }
 
 /* The host disconnects with a command running and an upload half done; the
@@ -242,36 +242,36 @@ static void test_disconnect_mid_stream_and_reconnect(void **state)
 	char tok[32], cmd[128];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "echo go; sleep %s", tok);
-	struct agent_stream *ex, *up;
+	struct guest_stream *ex, *up;
 	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", cmd);
-	assert_int_equal(agent_stream_open(f->c, req, &ex), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &ex), 0);
 	json_decref(req);
-	struct agent_msg m;
-	enum agent_msg_kind kind;
+	struct guest_msg m;
+	enum guest_msg_kind kind;
 	do { /* wait until the command runs */
-		assert_int_equal(agent_stream_read(ex, &m, 10000), 1);
+		assert_int_equal(guest_stream_read(ex, &m, 10000), 1);
 		kind = m.kind;
-		agent_msg_clear(&m);
-	} while (kind != AGENT_MSG_DATA);
+		guest_msg_clear(&m);
+	} while (kind != GUEST_MSG_DATA);
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/half.bin", f->a.ws);
 	req = json_pack("{s:s, s:s}", "op", "file_write", "path", path);
-	assert_int_equal(agent_stream_open(f->c, req, &up), 0);
+	assert_int_equal(guest_stream_open(f->c, req, &up), 0);
 	json_decref(req);
 	uint8_t data[100000] = {1};
-	assert_int_equal(agent_stream_write(up, data, sizeof(data), 10000), 0);
+	assert_int_equal(guest_stream_write(up, data, sizeof(data), 10000), 0);
 	assert_true(harness_count_procs(tok) >= 1);
 
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	f->c = NULL;
 	/* the streams' owners see the connection gone */
-	assert_int_equal(agent_stream_read(ex, &m, 1000), -ECONNRESET);
-	assert_int_equal(agent_stream_write(up, data, 10, 1000), -ECONNRESET);
-	agent_stream_close(ex);
-	agent_stream_close(up);
+	assert_int_equal(guest_stream_read(ex, &m, 1000), -ECONNRESET);
+	assert_int_equal(guest_stream_write(up, data, 10, 1000), -ECONNRESET);
+	guest_stream_close(ex);
+	guest_stream_close(up);
 
 	assert_int_equal(harness_wait_no_procs(tok, 5000), 0);
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	/* the upload left nothing: no target, no temporary file */
 	json_t *end = harness_call(f->c, json_pack("{s:s, s:s}", "op", "list", "path", f->a.ws));
 	assert_non_null(end);
@@ -288,7 +288,7 @@ static void test_disconnect_mid_stream_and_reconnect(void **state)
 static void test_rehello_resets_streams(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	f->c = NULL;
 	struct raw r;
 	char buf[512], tok[32], req[128];
@@ -316,7 +316,7 @@ static void test_rehello_resets_streams(void **state)
 static void test_disconnect_mid_frame(void **state)
 {
 	struct fixture *f = *state;
-	agent_conn_close(f->c);
+	guest_conn_close(f->c);
 	f->c = NULL;
 	for (int round = 0; round < 3; round++) {
 		struct raw r;
@@ -328,7 +328,7 @@ static void test_disconnect_mid_frame(void **state)
 		raw_frame(&r, PROTO_DATA, 0, 1, 1000, "only part", 9);
 		raw_close(&r);
 	}
-	assert_int_equal(agent_conn_open(f->a.sock, 5000, &f->c), 0);
+	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	struct exec_result r;
 	assert_int_equal(harness_sh(f->c, "echo fine", &r), 0);
 	assert_string_equal((char *)r.out, "fine\n");

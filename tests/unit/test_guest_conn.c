@@ -1,5 +1,5 @@
 /*
- * test_agent_conn.c - the host side (agent_conn) against a fake, hostile
+ * test_guest_conn.c - the host side (guest_conn) against a fake, hostile
  * agent played by this test on a Unix socket: the handshake (resent HELLO,
  * stale nonces, wrong version, EPROTONOSUPPORT, timeout), and after it DATA
  * beyond the credit, DATA on the host's channel, bad JSON in END, an EVENT
@@ -26,7 +26,7 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/agent_conn.h"
+#include "engine/guest_stream.h"
 
 /* The fake agent: a listening socket; the test accepts and talks. */
 struct fake {
@@ -175,15 +175,15 @@ static void test_handshake(void **state)
 		struct hs h = {.f = &f, .mode = mode};
 		pthread_t th;
 		assert_int_equal(pthread_create(&th, NULL, hs_main, &h), 0);
-		struct agent_conn *c = NULL;
-		int r = agent_conn_open(f.path, mode == 1 ? 600 : 5000, &c);
+		struct guest_conn *c = NULL;
+		int r = guest_conn_open(f.path, mode == 1 ? 600 : 5000, &c);
 		pthread_join(th, NULL);
 		assert_true(h.hellos >= 3); /* HELLO is resent until acked */
 		if (mode == 0) {
 			assert_int_equal(r, 0);
 			assert_string_equal(
-				json_string_value(json_object_get(agent_conn_info(c), "agent")), "fake");
-			agent_conn_close(c);
+				json_string_value(json_object_get(guest_conn_info(c), "agent")), "fake");
+			guest_conn_close(c);
 		} else {
 			assert_int_equal(r, mode == 1 ? -ETIMEDOUT : -EPROTONOSUPPORT);
 		}
@@ -192,21 +192,21 @@ static void test_handshake(void **state)
 }
 
 /* Accept and complete a handshake on f (blocking, in the test thread:
- * agent_conn_open runs in a helper thread). */
+ * guest_conn_open runs in a helper thread). */
 struct opener {
 	struct fake *f;
-	struct agent_conn *c;
+	struct guest_conn *c;
 	int r;
 };
 
 static void *open_main(void *arg)
 {
 	struct opener *o = arg;
-	o->r = agent_conn_open(o->f->path, 5000, &o->c);
+	o->r = guest_conn_open(o->f->path, 5000, &o->c);
 	return NULL;
 }
 
-static struct agent_conn *connect_fake(struct fake *f)
+static struct guest_conn *connect_fake(struct fake *f)
 {
 	fake_listen(f);
 	struct opener o = {.f = f};
@@ -226,17 +226,17 @@ static struct agent_conn *connect_fake(struct fake *f)
 	return o.c;
 }
 
-static struct agent_stream *open_exec(struct agent_conn *c, struct fake *f, uint32_t *id)
+static struct guest_stream *open_exec(struct guest_conn *c, struct fake *f, uint32_t *id)
 {
 	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "x");
-	struct agent_stream *s;
-	assert_int_equal(agent_stream_open(c, req, &s), 0);
+	struct guest_stream *s;
+	assert_int_equal(guest_stream_open(c, req, &s), 0);
 	json_decref(req);
 	uint8_t buf[256];
 	long got = fake_expect(f, PROTO_OPEN, buf, sizeof(buf));
 	assert_true(got > 0);
 	*id = (uint32_t)got;
-	assert_int_equal(agent_stream_id(s), *id);
+	assert_int_equal(guest_stream_id(s), *id);
 	return s;
 }
 
@@ -244,10 +244,10 @@ static void test_stream_violations_fail_only_that_stream(void **state)
 {
 	(void)state;
 	struct fake f;
-	struct agent_conn *c = connect_fake(&f);
+	struct guest_conn *c = connect_fake(&f);
 	uint8_t buf[256];
 	uint32_t a, b, d, e, g;
-	struct agent_stream *sa = open_exec(c, &f, &a), *sb = open_exec(c, &f, &b),
+	struct guest_stream *sa = open_exec(c, &f, &a), *sb = open_exec(c, &f, &b),
 			    *sd = open_exec(c, &f, &d), *se = open_exec(c, &f, &e),
 			    *sg = open_exec(c, &f, &g);
 
@@ -269,29 +269,29 @@ static void test_stream_violations_fail_only_that_stream(void **state)
 	fake_send(&f, PROTO_DATA, PROTO_CH_STDOUT, g, "ok", 2);
 	fake_send(&f, PROTO_END, 0, g, "{\"exit_code\": 0}", 16);
 
-	struct agent_msg m;
+	struct guest_msg m;
 	int k;
 	int data_msgs = 0;
-	while ((k = agent_stream_read(sa, &m, 5000)) == 1) {
+	while ((k = guest_stream_read(sa, &m, 5000)) == 1) {
 		data_msgs++;
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
 	assert_int_equal(k, -EPROTO);
 	assert_int_equal(data_msgs, 4); /* what was within the credit still arrives */
-	assert_int_equal(agent_stream_read(sb, &m, 5000), -EPROTO);
-	assert_int_equal(agent_stream_read(sd, &m, 5000), -EPROTO);
-	while ((k = agent_stream_read(se, &m, 5000)) == 1)
-		agent_msg_clear(&m);
+	assert_int_equal(guest_stream_read(sb, &m, 5000), -EPROTO);
+	assert_int_equal(guest_stream_read(sd, &m, 5000), -EPROTO);
+	while ((k = guest_stream_read(se, &m, 5000)) == 1)
+		guest_msg_clear(&m);
 	assert_int_equal(k, -EPROTO);
-	assert_int_equal(agent_stream_read(sg, &m, 5000), 1);
-	assert_int_equal(m.kind, AGENT_MSG_DATA);
+	assert_int_equal(guest_stream_read(sg, &m, 5000), 1);
+	assert_int_equal(m.kind, GUEST_MSG_DATA);
 	assert_memory_equal(m.data, "ok", 2);
-	agent_msg_clear(&m);
-	assert_int_equal(agent_stream_read(sg, &m, 5000), 1);
-	assert_int_equal(m.kind, AGENT_MSG_END);
+	guest_msg_clear(&m);
+	assert_int_equal(guest_stream_read(sg, &m, 5000), 1);
+	assert_int_equal(m.kind, GUEST_MSG_END);
 	assert_int_equal(json_integer_value(json_object_get(m.json, "exit_code")), 0);
-	agent_msg_clear(&m);
-	assert_int_equal(agent_stream_read(sg, &m, 1000), 0);
+	guest_msg_clear(&m);
+	assert_int_equal(guest_stream_read(sg, &m, 1000), 0);
 
 	/* the agent was told to stop the failed streams that it had not ended
 	 * itself (d sent its END, so it needs no CANCEL) */
@@ -305,21 +305,21 @@ static void test_stream_violations_fail_only_that_stream(void **state)
 		cancelled[fr.stream == a ? 0 : fr.stream == b ? 1 : 2] = 1;
 	}
 	assert_true(cancelled[0] && cancelled[1] && cancelled[2]);
-	assert_true(agent_conn_alive(c));
+	assert_true(guest_conn_alive(c));
 	/* a write on a failed stream reports it */
-	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -EPROTO);
+	assert_int_equal(guest_stream_write(sa, "x", 1, 1000), -EPROTO);
 
 	/* PING is answered */
 	fake_send(&f, PROTO_PING, 0, 0, "abcdefgh", 8);
 	assert_true(fake_expect(&f, PROTO_PONG, buf, sizeof(buf)) == 0);
 	assert_memory_equal(buf, "abcdefgh", 8);
 
-	agent_stream_close(sa);
-	agent_stream_close(sb);
-	agent_stream_close(sd);
-	agent_stream_close(se);
-	agent_stream_close(sg);
-	agent_conn_close(c);
+	guest_stream_close(sa);
+	guest_stream_close(sb);
+	guest_stream_close(sd);
+	guest_stream_close(se);
+	guest_stream_close(sg);
+	guest_conn_close(c);
 	fake_close(&f);
 }
 
@@ -327,21 +327,21 @@ static void test_garbage_kills_connection_not_caller(void **state)
 {
 	(void)state;
 	struct fake f;
-	struct agent_conn *c = connect_fake(&f);
+	struct guest_conn *c = connect_fake(&f);
 	uint32_t a;
-	struct agent_stream *sa = open_exec(c, &f, &a);
+	struct guest_stream *sa = open_exec(c, &f, &a);
 	assert_int_equal(util_write_all(f.fd, "this is not a frame at all....", 30), 0);
-	struct agent_msg m;
-	assert_int_equal(agent_stream_read(sa, &m, 5000), -ECONNRESET);
-	assert_false(agent_conn_alive(c));
-	struct agent_stream *sb;
+	struct guest_msg m;
+	assert_int_equal(guest_stream_read(sa, &m, 5000), -ECONNRESET);
+	assert_false(guest_conn_alive(c));
+	struct guest_stream *sb;
 	json_t *req = json_pack("{s:s}", "op", "stat");
-	assert_int_equal(agent_stream_open(c, req, &sb), -ECONNRESET);
+	assert_int_equal(guest_stream_open(c, req, &sb), -ECONNRESET);
 	json_t *res = NULL;
-	assert_int_equal(agent_call(c, req, 1000, &res), -ECONNRESET);
+	assert_int_equal(guest_call(c, req, 1000, &res), -ECONNRESET);
 	json_decref(req);
-	agent_stream_close(sa);
-	agent_conn_close(c);
+	guest_stream_close(sa);
+	guest_conn_close(c);
 	fake_close(&f);
 }
 
@@ -369,39 +369,39 @@ static void test_stalled_agent_times_out(void **state)
 {
 	(void)state;
 	struct fake f;
-	struct agent_conn *c = connect_fake(&f);
+	struct guest_conn *c = connect_fake(&f);
 	uint32_t a;
-	struct agent_stream *sa = open_exec(c, &f, &a);
+	struct guest_stream *sa = open_exec(c, &f, &a);
 	struct drain d = {.f = &f};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, drain_main, &d), 0);
 	size_t n = 1u << 20;
 	uint8_t *big = calloc(1, n);
 	int64_t t0 = util_now_ms();
-	assert_int_equal(agent_stream_write(sa, big, n, 300), -ETIMEDOUT);
+	assert_int_equal(guest_stream_write(sa, big, n, 300), -ETIMEDOUT);
 	assert_true(util_now_ms() - t0 < 5000);
-	assert_true(agent_conn_alive(c));
+	assert_true(guest_conn_alive(c));
 	/* the agent grants more: the write goes on */
 	uint8_t w[4];
 	proto_put_u32(w, 128 * 1024);
 	fake_send(&f, PROTO_WINDOW, 0, a, w, 4);
-	assert_int_equal(agent_stream_write(sa, big, 128 * 1024, 5000), 0);
+	assert_int_equal(guest_stream_write(sa, big, 128 * 1024, 5000), 0);
 	usleep(200 * 1000);
 	d.stop = 1;
 	pthread_join(th, NULL);
 	assert_int_equal(d.data_bytes, PROTO_INITIAL_WINDOW + 128 * 1024);
 	free(big);
 	/* a read with nothing coming times out */
-	struct agent_msg m;
-	assert_int_equal(agent_stream_read(sa, &m, 100), -ETIMEDOUT);
+	struct guest_msg m;
+	assert_int_equal(guest_stream_read(sa, &m, 100), -ETIMEDOUT);
 	/* the agent leaves: the reader wakes with -ECONNRESET */
 	close(f.fd);
 	f.fd = -1;
-	assert_int_equal(agent_stream_read(sa, &m, 5000), -ECONNRESET);
-	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -ECONNRESET);
-	agent_conn_close(c);
+	assert_int_equal(guest_stream_read(sa, &m, 5000), -ECONNRESET);
+	assert_int_equal(guest_stream_write(sa, "x", 1, 1000), -ECONNRESET);
+	guest_conn_close(c);
 	/* the stream outlives the connection handle; closing it frees both */
-	agent_stream_close(sa);
+	guest_stream_close(sa);
 	fake_close(&f);
 }
 
@@ -411,32 +411,32 @@ static void test_end_then_zero_and_epipe(void **state)
 {
 	(void)state;
 	struct fake f;
-	struct agent_conn *c = connect_fake(&f);
+	struct guest_conn *c = connect_fake(&f);
 	uint32_t a;
-	struct agent_stream *sa = open_exec(c, &f, &a);
+	struct guest_stream *sa = open_exec(c, &f, &a);
 	fake_send(&f, PROTO_EVENT, 0, a, "{\"event\": \"started\"}", 20);
 	fake_send(&f, PROTO_DATA, PROTO_CH_STDERR, a, "err", 3);
 	fake_send(&f, PROTO_EOF, PROTO_CH_STDERR, a, NULL, 0);
 	fake_send(&f, PROTO_END, 0, a, "{\"error\": {\"code\": \"ENOSPC\"}}", 29);
-	static const enum agent_msg_kind want[] = {AGENT_MSG_EVENT, AGENT_MSG_DATA, AGENT_MSG_EOF,
-						   AGENT_MSG_END};
+	static const enum guest_msg_kind want[] = {GUEST_MSG_EVENT, GUEST_MSG_DATA, GUEST_MSG_EOF,
+						   GUEST_MSG_END};
 	for (size_t i = 0; i < 4; i++) {
-		struct agent_msg m;
-		assert_int_equal(agent_stream_read(sa, &m, 5000), 1);
+		struct guest_msg m;
+		assert_int_equal(guest_stream_read(sa, &m, 5000), 1);
 		assert_int_equal(m.kind, want[i]);
-		if (m.kind == AGENT_MSG_DATA || m.kind == AGENT_MSG_EOF)
+		if (m.kind == GUEST_MSG_DATA || m.kind == GUEST_MSG_EOF)
 			assert_int_equal(m.channel, PROTO_CH_STDERR);
-		agent_msg_clear(&m);
+		guest_msg_clear(&m);
 	}
-	struct agent_msg m;
-	assert_int_equal(agent_stream_read(sa, &m, 1000), 0);
-	assert_int_equal(agent_stream_write(sa, "x", 1, 1000), -EPIPE);
-	assert_int_equal(agent_stream_cancel(sa), 0); /* harmless after the end */
-	agent_stream_close(sa);
+	struct guest_msg m;
+	assert_int_equal(guest_stream_read(sa, &m, 1000), 0);
+	assert_int_equal(guest_stream_write(sa, "x", 1, 1000), -EPIPE);
+	assert_int_equal(guest_stream_cancel(sa), 0); /* harmless after the end */
+	guest_stream_close(sa);
 	/* frames for the closed stream are dropped quietly */
 	fake_send(&f, PROTO_DATA, PROTO_CH_STDOUT, a, "late", 4);
-	assert_true(agent_conn_alive(c));
-	agent_conn_close(c);
+	assert_true(guest_conn_alive(c));
+	guest_conn_close(c);
 	fake_close(&f);
 }
 

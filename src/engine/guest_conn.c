@@ -1,0 +1,254 @@
+/*
+ * guest_conn.c - the host's connection to the guest agent (guest_conn.h,
+ * docs/agent-protocol.md): connect, handshake, start the reader thread
+ * (guest_stream.c), close, and the restore operation.
+ *
+ * Structure: one connected, nonblocking Unix socket; one reader thread that
+ * decodes frames and files them into per-stream message queues
+ * (guest_stream_reader_main); callers' threads write frames under wlock, one
+ * frame at a time (guest_link_send), so streams interleave.  Calls go one
+ * way: this file -> guest_stream.c -> guest_link.c (guest_conn_int.h).
+ */
+#include "engine/guest_conn_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define HELLO_RESEND_MS 50
+
+/* --- connection --------------------------------------------------------------------- */
+
+static int send_hello(struct guest_conn *c)
+{
+	uint8_t p[PROTO_HELLO_SIZE];
+	struct proto_hello h = {.version = PROTO_VERSION, .nonce = c->nonce};
+	proto_hello_encode(p, &h);
+	return guest_link_send(c, PROTO_HELLO, 0, 0, p, sizeof(p), HELLO_RESEND_MS);
+}
+
+/* Look at one frame during the handshake.  Returns 1 when done, 0 to go
+ * on, or -errno. */
+static int handshake_frame(struct guest_conn *c, const struct proto_frame *f)
+{
+	if (f->stream != 0)
+		return 0;
+	if (f->type == PROTO_ERROR) {
+		json_t *j = guest_link_parse_object(f);
+		const char *code = json_string_value(json_object_get(j, "code"));
+		int unsupported = code && strcmp(code, "EPROTONOSUPPORT") == 0;
+		json_decref(j);
+		return unsupported ? -EPROTONOSUPPORT : 0;
+	}
+	if (f->type != PROTO_HELLO_ACK)
+		return 0;
+	struct proto_hello h;
+	if (proto_hello_decode(f->payload, f->len, &h) < 0 || h.nonce != c->nonce)
+		return 0; /* an answer to an older HELLO, or noise */
+	if (h.version != PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	json_t *info = json_loadb((const char *)f->payload + PROTO_HELLO_SIZE,
+				  f->len - PROTO_HELLO_SIZE, 0, NULL);
+	if (!json_is_object(info)) {
+		json_decref(info);
+		info = json_object();
+	}
+	c->info = info;
+	return c->info ? 1 : -ENOMEM;
+}
+
+static int handshake(struct guest_conn *c, int timeout_ms)
+{
+	int64_t deadline = util_now_ms() + timeout_ms, next_hello = 0;
+	uint8_t *buf = malloc(READ_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	int rc = -ETIMEDOUT;
+	for (;;) {
+		int64_t now = util_now_ms();
+		if (now >= deadline)
+			break;
+		if (now >= next_hello) {
+			int r = send_hello(c);
+			if (r == -ECONNRESET) {
+				rc = r;
+				break;
+			}
+			c->stats.hellos++;
+			next_hello = now + HELLO_RESEND_MS;
+		}
+		int64_t until = next_hello < deadline ? next_hello : deadline;
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
+		int pr = poll(&p, 1, (int)(until - now > 0 ? until - now : 0));
+		if (pr <= 0)
+			continue;
+		ssize_t n = read(c->fd, buf, READ_CHUNK);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			rc = -ECONNRESET;
+			break;
+		}
+		const uint8_t *q = buf;
+		size_t left = (size_t)n;
+		int r = 0;
+		while (left > 0 && r == 0) {
+			size_t held = c->dec.len - c->dec.off - c->dec.skip;
+			size_t chunk = DECODER_CAP - held < left ? DECODER_CAP - held : left;
+			if (proto_decoder_feed(&c->dec, q, chunk) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			q += chunk;
+			left -= chunk;
+			struct proto_frame f;
+			int k;
+			while (r == 0 && (k = proto_decoder_next(&c->dec, &f)) != 0)
+				if (k == 1)
+					r = handshake_frame(c, &f);
+		}
+		if (r != 0) {
+			rc = r > 0 ? 0 : r;
+			break;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+int guest_conn_open(const char *sock_path, int timeout_ms, struct guest_conn **out)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(sock_path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, sock_path);
+	int64_t t0 = util_now_us();
+	struct guest_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		int e = -errno;
+		free(c);
+		return e;
+	}
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = -errno;
+		close(c->fd);
+		free(c);
+		return e;
+	}
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	proto_decoder_init(&c->dec);
+	proto_mux_init(&c->mux, PROTO_ROLE_HOST);
+	c->alive = 1;
+	c->refs = 1;
+	c->next_id = 1;
+	int64_t t1 = util_now_us();
+	c->stats.connect_us = t1 - t0;
+	int r = util_random(&c->nonce, sizeof(c->nonce));
+	if (!r)
+		r = handshake(c, timeout_ms);
+	c->stats.handshake_us = util_now_us() - t1;
+	log_kv(LOG_DEBUG, "guest_conn.handshake", "rc=%d connect_us=%lld handshake_us=%lld hellos=%u",
+	       r, (long long)c->stats.connect_us, (long long)c->stats.handshake_us,
+	       c->stats.hellos);
+	if (!r) {
+		int e = pthread_create(&c->reader, NULL, guest_stream_reader_main, c);
+		r = e ? -e : 0;
+		c->reader_started = !e;
+	}
+	if (r < 0) {
+		close(c->fd);
+		guest_link_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void guest_conn_close(struct guest_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	guest_link_kill_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	if (c->reader_started)
+		pthread_join(c->reader, NULL);
+	/* a writer between its liveness check and its write holds wlock: wait
+	 * for it, so the fd number is never closed (and reused) under it */
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->lock);
+	guest_stream_fail_all_locked(c);
+	close(c->fd);
+	c->fd = -1;
+	int last = guest_link_unref_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->wlock);
+	if (last)
+		guest_link_free(c);
+}
+
+int guest_conn_alive(struct guest_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int a = c->alive;
+	pthread_mutex_unlock(&c->lock);
+	return a;
+}
+
+json_t *guest_conn_info(struct guest_conn *c)
+{
+	return c->info;
+}
+
+void guest_conn_stats(const struct guest_conn *c, struct guest_conn_stats *out)
+{
+	*out = c->stats; /* written before the reader thread started, never after */
+}
+
+int guest_conn_restore(struct guest_conn *c, int timeout_ms)
+{
+	uint8_t ent[64];
+	char hex[2 * sizeof(ent) + 1], clock[24];
+	int r = util_random(ent, sizeof(ent));
+	if (r < 0)
+		return r;
+	util_hex(ent, sizeof(ent), hex);
+	explicit_bzero(ent, sizeof(ent));
+	snprintf(clock, sizeof(clock), "%llu", (unsigned long long)util_wall_ns());
+	json_t *req = json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns", clock,
+				"entropy", hex);
+	explicit_bzero(hex, sizeof(hex));
+	if (!req)
+		return -ENOMEM;
+	json_t *res = NULL;
+	r = guest_call(c, req, timeout_ms, &res);
+	json_decref(req);
+	if (r == 0 && json_object_get(res, "error"))
+		r = -EIO;
+	if (r == -EPROTO)
+		r = -EIO;
+	if (r == -EIO) {
+		char *txt = json_dumps(res, JSON_COMPACT);
+		char q[300];
+		log_kv(LOG_WARN, "guest_conn.restore_failed", "reply=%s",
+		       log_quote(txt ? txt : "?", q, sizeof(q)));
+		free(txt);
+	}
+	json_decref(res);
+	return r;
+}
+

@@ -1,0 +1,121 @@
+/*
+ * guest_conn_int.h - private to the host's guest client: guest_conn.c (open,
+ * handshake, close, restore), guest_stream.c (the stream API and the reader
+ * thread that fills the streams' queues) and guest_link.c (writing frames,
+ * the connection's memory).  Calls go one way: guest_conn.c ->
+ * guest_stream.c -> guest_link.c.  Not for other parts.
+ *
+ * Locking: c->lock guards every field below except fd, reader and info
+ * (set before the reader starts); c->wlock serialises writes to fd.  Lock
+ * order: c->lock is never held while taking c->wlock.
+ */
+#ifndef PANDASTACK_GUEST_CONN_INT_H
+#define PANDASTACK_GUEST_CONN_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/proto.h"
+#include "engine/guest_conn.h"
+#include "engine/guest_stream.h"
+
+#define CONTROL_SEND_TIMEOUT_MS 10000           /* OPEN, WINDOW, CANCEL, EOF, PONG */
+#define STREAM_JSON_CAP (16u * 1024u * 1024u)   /* queued non-DATA bytes per stream */
+#define CONN_JSON_CAP (64u * 1024u * 1024u)     /* the same, whole connection */
+#define STREAM_MSG_CAP 4096u                    /* queued non-DATA messages per stream */
+#define READ_CHUNK (64u * 1024u)                /* bytes read from the socket at once */
+#define DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
+
+struct msg_node {
+	struct msg_node *next;
+	struct guest_msg m;
+	size_t cost;            /* bytes charged to the JSON caps */
+};
+
+struct guest_stream {
+	struct guest_conn *c;
+	uint32_t id;
+	pthread_cond_t cond;    /* messages, credit, end, failure */
+	struct msg_node *head, *tail;
+	unsigned nmsgs;         /* non-DATA messages queued */
+	size_t json_bytes;      /* their cost */
+	int on_wire;            /* open in the mux (slot holds us) */
+	int ended;              /* END or ERROR received (queued) */
+	int end_taken;          /* ... and handed to the owner */
+	int failed;             /* -ECONNRESET / -EPROTO once delivered after the queue */
+	int owner_closed;       /* guest_stream_close ran: free when off the wire */
+	int cancel_sent;
+	int eof_sent;
+};
+
+struct guest_conn {
+	int fd;
+	pthread_mutex_t lock;
+	pthread_mutex_t wlock;
+	pthread_t reader;
+	int reader_started;
+	int alive;
+	unsigned refs;          /* the handle + every stream not yet freed */
+	struct proto_decoder dec;
+	struct proto_mux mux;
+	struct guest_stream *slot[PROTO_MAX_STREAMS];
+	uint32_t next_id;
+	size_t json_bytes;      /* non-DATA bytes queued on all streams */
+	json_t *info;
+	uint64_t nonce;
+	struct guest_conn_stats stats; /* set before the reader starts */
+};
+
+/* --- guest_link.c: frames out, the connection's memory ---------------------- */
+
+/* guest_link_deadline - CLOCK_MONOTONIC now + timeout_ms into *ts. */
+void guest_link_deadline(struct timespec *ts, int timeout_ms);
+
+/* guest_link_cond_init - a condition variable timed on CLOCK_MONOTONIC. */
+void guest_link_cond_init(pthread_cond_t *cv);
+
+/* guest_link_cond_wait_until - wait on cv (m held) until woken or the
+ * deadline (NULL: none).  Returns 0 or ETIMEDOUT. */
+int guest_link_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m,
+			       const struct timespec *dl);
+
+/* guest_link_free - release a connection with no references left. */
+void guest_link_free(struct guest_conn *c);
+
+/* guest_link_unref_locked - drop one reference (c->lock held); 1 if c must
+ * be freed now (after unlocking). */
+int guest_link_unref_locked(struct guest_conn *c);
+
+/* guest_link_kill_locked - mark c dead and shut the socket so the reader and
+ * every waiter wake (c->lock held). */
+void guest_link_kill_locked(struct guest_conn *c);
+
+/*
+ * guest_link_send - write one frame, waiting up to timeout_ms (-1: no bound)
+ * for the socket to take its first byte; takes c->wlock (c->lock must not be
+ * held).  Once started, the frame is finished unless the agent stalls for
+ * max(timeout_ms, CONTROL_SEND_TIMEOUT_MS); a frame cut in the middle kills
+ * the connection.  Returns 0, -ETIMEDOUT (nothing written), -ECONNRESET,
+ * -EINVAL/-EMSGSIZE.
+ */
+int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t id,
+		    const void *payload, uint32_t len, int timeout_ms);
+
+/* guest_link_parse_object - the JSON object a frame's payload holds (new
+ * reference; strings may hold U+0000), or NULL if it is not one. */
+json_t *guest_link_parse_object(const struct proto_frame *f);
+
+/* --- guest_stream.c: the reader thread ----------------------------------------- */
+
+/* guest_stream_reader_main - the reader thread of c (pthread entry; arg is
+ * c): reads the socket, decodes frames, files them into the streams' queues,
+ * answers PING; on EOF or a fatal error kills c and fails every stream. */
+void *guest_stream_reader_main(void *arg);
+
+/* guest_stream_fail_all_locked - fail every stream still on the wire with
+ * -ECONNRESET (c->lock held; the connection is going away). */
+void guest_stream_fail_all_locked(struct guest_conn *c);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * guest_link.c - the bottom of the host's guest client (guest_conn_int.h):
+ * writing one frame on the connection's socket, killing the connection,
+ * and its memory (references held by the handle and by every stream).
+ * Calls nothing of guest_stream.c or guest_conn.c.
+ *
+ * Threads: any; writers serialise on c->wlock, one whole frame at a time.
+ */
+#include "engine/guest_conn_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+void guest_link_deadline(struct timespec *ts, int timeout_ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += timeout_ms / 1000;
+	ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+void guest_link_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+int guest_link_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *dl)
+{
+	if (!dl)
+		return pthread_cond_wait(cv, m);
+	return pthread_cond_timedwait(cv, m, dl);
+}
+
+void guest_link_free(struct guest_conn *c)
+{
+	proto_decoder_free(&c->dec);
+	json_decref(c->info);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+	free(c);
+}
+
+int guest_link_unref_locked(struct guest_conn *c)
+{
+	return --c->refs == 0;
+}
+
+void guest_link_kill_locked(struct guest_conn *c)
+{
+	if (!c->alive)
+		return;
+	c->alive = 0;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+json_t *guest_link_parse_object(const struct proto_frame *f)
+{
+	json_t *j = json_loadb((const char *)f->payload, f->len, JSON_ALLOW_NUL, NULL);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t id,
+		    const void *payload, uint32_t len, int timeout_ms)
+{
+	uint8_t hdr[PROTO_HDR_SIZE];
+	int r = proto_encode_hdr(hdr, type, flags, id, len);
+	if (r < 0)
+		return r;
+	int64_t deadline = timeout_ms < 0 ? -1 : util_now_ms() + timeout_ms;
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->lock);
+	int alive = c->alive;
+	pthread_mutex_unlock(&c->lock);
+	if (!alive) {
+		pthread_mutex_unlock(&c->wlock);
+		return -ECONNRESET;
+	}
+	size_t total = PROTO_HDR_SIZE + len, done = 0;
+	r = 0;
+	while (done < total) {
+		struct iovec iov[2];
+		int n = 0;
+		if (done < PROTO_HDR_SIZE) {
+			iov[n].iov_base = hdr + done;
+			iov[n++].iov_len = PROTO_HDR_SIZE - done;
+			if (len) {
+				iov[n].iov_base = (void *)payload;
+				iov[n++].iov_len = len;
+			}
+		} else {
+			iov[n].iov_base = (uint8_t *)payload + (done - PROTO_HDR_SIZE);
+			iov[n++].iov_len = total - done;
+		}
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w > 0) {
+			done += (size_t)w;
+			/* a frame under way is finished, not cut (that would break
+			 * the byte stream), unless the agent stops reading for the
+			 * longer of timeout_ms and CONTROL_SEND_TIMEOUT_MS */
+			if (deadline >= 0)
+				deadline = util_now_ms() + (timeout_ms > CONTROL_SEND_TIMEOUT_MS
+								    ? timeout_ms
+								    : CONTROL_SEND_TIMEOUT_MS);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			r = -ECONNRESET;
+			break;
+		}
+		int wait = -1;
+		if (deadline >= 0) {
+			int64_t left = deadline - util_now_ms();
+			if (left <= 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+			wait = (int)left;
+		}
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+			r = -ECONNRESET;
+			break;
+		}
+		if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			r = -ECONNRESET;
+			break;
+		}
+	}
+	if (r < 0 && (done > 0 || r == -ECONNRESET)) {
+		pthread_mutex_lock(&c->lock);
+		guest_link_kill_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		if (r == -ETIMEDOUT && done > 0)
+			log_kv(LOG_WARN, "guest_conn.write_stalled", "stream=%u", id);
+	}
+	pthread_mutex_unlock(&c->wlock);
+	return r;
+}
