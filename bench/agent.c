@@ -1,7 +1,8 @@
 /*
  * bench/agent.c - the agent protocol's own cost on the host (make
  * bench-agent): pandastack-agent --listen on a Unix socket, driven through
- * guest_conn, against peers run by this same process.
+ * guest_conn (execs through the exec reader, guest_run), against peers run
+ * by this same process.
  *
  *   exec_rtt      round trip of `true` (OPEN to END), p50/p90 of BENCH_N (300)
  *   spawn_rtt     peer: fork + exec of /bin/sh -c true + waitpid here
@@ -34,7 +35,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "engine/guest_stream.h"
+#include "engine/guest_run.h"
 
 static char dir[PATH_MAX], sock[PATH_MAX + 16], ws[PATH_MAX + 16];
 static pid_t agent_pid;
@@ -101,29 +102,29 @@ static void stop_agent(void)
 	util_rm_rf(dir);
 }
 
-/* Run cmd, discard its output; returns the END's exit code or -errno. */
+/* Run cmd through the exec reader, discard its output (counted into
+ * *out_bytes); returns the END's exit code or -errno. */
 static int run(struct guest_conn *c, const char *cmd, size_t *out_bytes)
 {
 	json_t *req = json_pack("{s:s, s:s, s:I}", "op", "exec", "cmd", cmd, "output_cap",
 				(json_int_t)1 << 40);
-	struct guest_stream *s;
-	int r = guest_stream_open(c, req, &s);
+	struct guest_run_opts o = {.kind = GUEST_RUN_EXEC};
+	struct guest_run *x;
+	int r = guest_run_open(c, req, &o, &x);
 	json_decref(req);
 	if (r < 0)
 		return r;
 	int code = -EPROTO;
-	for (;;) {
-		struct guest_msg m;
-		r = guest_stream_read(s, &m, 60000);
-		if (r <= 0)
-			break;
-		if (m.kind == GUEST_MSG_DATA && out_bytes)
-			*out_bytes += m.len;
-		if (m.kind == GUEST_MSG_END)
-			code = (int)json_integer_value(json_object_get(m.json, "exit_code"));
-		guest_msg_clear(&m);
+	struct guest_event ev;
+	while ((r = guest_run_next(x, &ev, 60000)) == 1) {
+		if ((ev.type == GUEST_EV_STDOUT || ev.type == GUEST_EV_STDERR) && out_bytes)
+			*out_bytes += ev.len;
+		if (ev.type == GUEST_EV_EXIT)
+			code = (int)json_integer_value(json_object_get(ev.json, "exit_code"));
+		if (ev.type == GUEST_EV_ERROR)
+			code = ev.err;
 	}
-	guest_stream_close(s);
+	guest_run_close(x);
 	return r < 0 ? r : code;
 }
 
@@ -180,18 +181,20 @@ int main(void)
 	double spawn50 = remote ? 0 : pct(v, n, 50);
 	free(v);
 
-	struct guest_stream *s[64];
+	struct guest_run *s[64];
+	struct guest_run_opts ro = {.kind = GUEST_RUN_EXEC};
 	double t0 = now_s();
 	for (int i = 0; i < 64; i++) {
 		json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "true");
-		guest_stream_open(c, req, &s[i]);
+		if (guest_run_open(c, req, &ro, &s[i]) < 0)
+			s[i] = NULL;
 		json_decref(req);
 	}
 	for (int i = 0; i < 64; i++) {
-		struct guest_msg m;
-		while (guest_stream_read(s[i], &m, 60000) == 1)
-			guest_msg_clear(&m);
-		guest_stream_close(s[i]);
+		struct guest_event ev;
+		while (s[i] && guest_run_next(s[i], &ev, 60000) == 1)
+			;
+		guest_run_close(s[i]);
 	}
 	double exec64 = (now_s() - t0) * 1000;
 

@@ -33,7 +33,7 @@
 
 #include "common/util.h"
 #include "engine/guest_conn.h"
-#include "engine/engine_exec.h"
+#include "engine/guest_run.h"
 #include "engine/migrate.h"
 #include "engine/pool.h"
 #include "engine/qmp.h"
@@ -400,13 +400,13 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 		r = guest_conn_restore(p.a, 30000);
 	long pss = -1;
 	if (r == 0) {
-		struct engine_exec_result res;
-		struct engine_exec_opts o = {.timeout_ms = 300000};
-		r = engine_exec(p.a, "python3 -c 'import pandas as pd, numpy as np; "
+		struct guest_run_result res;
+		struct guest_run_exec_opts o = {.timeout_ms = 300000};
+		r = guest_run_exec(p.a, "python3 -c 'import pandas as pd, numpy as np; "
 				     "df = pd.DataFrame(np.random.rand(20000, 8)); "
 				     "print(df.describe().shape, df.groupby(df[0] > 0.5).sum().shape)'",
 				&o, &res);
-		engine_exec_result_free(&res);
+		guest_run_result_free(&res);
 		sleep(2);
 		pss = smaps_kib(p.pid, "Pss:");
 	}
@@ -484,13 +484,13 @@ int main(int argc, char **argv)
 	if ((r = vm_restore(t, dir, 60000, &one, &verr)) < 0)
 		die("vm_restore", r, verr.msg);
 	for (int i = 0; i < 100; i++) {
-		struct engine_exec_result res;
+		struct guest_run_result res;
 		int64_t t0 = util_now_ms();
-		r = engine_exec(vm_agent(one), "true", NULL, &res);
+		r = guest_run_exec(vm_agent(one), "true", NULL, &res);
 		v[i] = util_now_ms() - t0;
 		if (r < 0 || res.exit_code != 0)
 			die("exec true", r, "");
-		engine_exec_result_free(&res);
+		guest_run_result_free(&res);
 	}
 	long long exec_p50 = pct(v, 100, 50);
 	printf("exec_true_p50 %lld ms\nexec_true_p99 %lld ms\n", exec_p50, pct(v, 100, 99));

@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "common/proto.h"
 #include "engine/guest_conn.h"
@@ -69,17 +68,6 @@ struct guest_conn {
 };
 
 /* --- guest_link.c: frames out, the connection's memory ---------------------- */
-
-/* guest_link_deadline - CLOCK_MONOTONIC now + timeout_ms into *ts. */
-void guest_link_deadline(struct timespec *ts, int timeout_ms);
-
-/* guest_link_cond_init - a condition variable timed on CLOCK_MONOTONIC. */
-void guest_link_cond_init(pthread_cond_t *cv);
-
-/* guest_link_cond_wait_until - wait on cv (m held) until woken or the
- * deadline (NULL: none).  Returns 0 or ETIMEDOUT. */
-int guest_link_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m,
-			       const struct timespec *dl);
 
 /* guest_link_free - release a connection with no references left. */
 void guest_link_free(struct guest_conn *c);

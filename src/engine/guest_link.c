@@ -14,35 +14,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "common/deadline.h"
 #include "common/log.h"
-#include "common/util.h"
-
-void guest_link_deadline(struct timespec *ts, int timeout_ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += timeout_ms / 1000;
-	ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-void guest_link_cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
-int guest_link_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, const struct timespec *dl)
-{
-	if (!dl)
-		return pthread_cond_wait(cv, m);
-	return pthread_cond_timedwait(cv, m, dl);
-}
 
 void guest_link_free(struct guest_conn *c)
 {
@@ -83,7 +56,7 @@ int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t 
 	int r = proto_encode_hdr(hdr, type, flags, id, len);
 	if (r < 0)
 		return r;
-	int64_t deadline = timeout_ms < 0 ? -1 : util_now_ms() + timeout_ms;
+	int64_t deadline = deadline_after(timeout_ms);
 	pthread_mutex_lock(&c->wlock);
 	pthread_mutex_lock(&c->lock);
 	int alive = c->alive;
@@ -116,9 +89,9 @@ int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t 
 			 * the byte stream), unless the agent stops reading for the
 			 * longer of timeout_ms and CONTROL_SEND_TIMEOUT_MS */
 			if (deadline >= 0)
-				deadline = util_now_ms() + (timeout_ms > CONTROL_SEND_TIMEOUT_MS
-								    ? timeout_ms
-								    : CONTROL_SEND_TIMEOUT_MS);
+				deadline = deadline_after(timeout_ms > CONTROL_SEND_TIMEOUT_MS
+								  ? timeout_ms
+								  : CONTROL_SEND_TIMEOUT_MS);
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -127,17 +100,13 @@ int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t 
 			r = -ECONNRESET;
 			break;
 		}
-		int wait = -1;
-		if (deadline >= 0) {
-			int64_t left = deadline - util_now_ms();
-			if (left <= 0) {
-				r = -ETIMEDOUT;
-				break;
-			}
-			wait = (int)left;
+		int64_t wait = deadline_left(deadline);
+		if (wait == 0) {
+			r = -ETIMEDOUT;
+			break;
 		}
 		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+		if (poll(&p, 1, (int)wait) < 0 && errno != EINTR) {
 			r = -ECONNRESET;
 			break;
 		}

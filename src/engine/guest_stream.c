@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/deadline.h"
 #include "common/log.h"
-#include "common/util.h"
 
 /* --- stream bookkeeping (c->lock held) ------------------------------------------ */
 
@@ -343,7 +343,11 @@ int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **o
 		free(txt);
 		return -ENOMEM;
 	}
-	guest_link_cond_init(&s->cond);
+	if (deadline_cond_init(&s->cond) < 0) {
+		free(s);
+		free(txt);
+		return -ENOMEM;
+	}
 	s->c = c;
 	pthread_mutex_lock(&c->lock);
 	int r = c->alive ? 0 : -ECONNRESET;
@@ -399,12 +403,13 @@ static int write_blocked(struct guest_stream *s)
 
 /*
  * Send up to len bytes (<= one DATA frame) under the credit there is,
- * waiting for credit until dl when wait is set (dl NULL: no bound).
+ * waiting for credit until the deadline dl (deadline.h; negative: none)
+ * when wait is set.
  * Returns the bytes sent, 0 when there is no credit and wait is not set,
  * or -errno.
  */
 static ssize_t send_some(struct guest_stream *s, const uint8_t *p, size_t len, int wait,
-			 const struct timespec *dl, int timeout_ms)
+			 int64_t dl, int timeout_ms)
 {
 	struct guest_conn *c = s->c;
 	uint32_t want = len < PROTO_MAX_DATA ? (uint32_t)len : PROTO_MAX_DATA;
@@ -417,7 +422,7 @@ static ssize_t send_some(struct guest_stream *s, const uint8_t *p, size_t len, i
 			got = proto_mux_take_credit(&c->mux, s->id, want);
 		if (r || got || !wait)
 			break;
-		if (guest_link_cond_wait_until(&s->cond, &c->lock, dl) == ETIMEDOUT) {
+		if (deadline_cond_wait(&s->cond, &c->lock, dl) == -ETIMEDOUT) {
 			r = -ETIMEDOUT;
 			break;
 		}
@@ -440,10 +445,7 @@ int guest_stream_write(struct guest_stream *s, const void *buf, size_t len, int 
 {
 	const uint8_t *p = buf;
 	while (len > 0) {
-		struct timespec dl;
-		if (timeout_ms >= 0)
-			guest_link_deadline(&dl, timeout_ms);
-		ssize_t n = send_some(s, p, len, 1, timeout_ms >= 0 ? &dl : NULL, timeout_ms);
+		ssize_t n = send_some(s, p, len, 1, deadline_after(timeout_ms), timeout_ms);
 		if (n < 0)
 			return (int)n;
 		p += n;
@@ -458,7 +460,7 @@ ssize_t guest_stream_write_some(struct guest_stream *s, const void *buf, size_t 
 	const uint8_t *p = buf;
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = send_some(s, p + done, len - done, 0, NULL, timeout_ms);
+		ssize_t n = send_some(s, p + done, len - done, 0, -1, timeout_ms);
 		if (n == -ETIMEDOUT || n == 0)
 			break;
 		if (n < 0)
@@ -495,14 +497,11 @@ static int poll_bits(struct guest_stream *s, int want_write)
 int guest_stream_poll(struct guest_stream *s, int want_write, int timeout_ms)
 {
 	struct guest_conn *c = s->c;
-	struct timespec dl;
-	if (timeout_ms >= 0)
-		guest_link_deadline(&dl, timeout_ms);
+	int64_t dl = deadline_after(timeout_ms);
 	pthread_mutex_lock(&c->lock);
 	int bits;
 	while (!(bits = poll_bits(s, want_write)) && timeout_ms != 0) {
-		if (guest_link_cond_wait_until(&s->cond, &c->lock, timeout_ms >= 0 ? &dl : NULL) ==
-		    ETIMEDOUT) {
+		if (deadline_cond_wait(&s->cond, &c->lock, dl) == -ETIMEDOUT) {
 			bits = poll_bits(s, want_write);
 			break;
 		}
@@ -514,9 +513,7 @@ int guest_stream_poll(struct guest_stream *s, int want_write, int timeout_ms)
 int guest_stream_read(struct guest_stream *s, struct guest_msg *m, int timeout_ms)
 {
 	struct guest_conn *c = s->c;
-	struct timespec dl;
-	if (timeout_ms >= 0)
-		guest_link_deadline(&dl, timeout_ms);
+	int64_t dl = deadline_after(timeout_ms);
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -531,8 +528,7 @@ int guest_stream_read(struct guest_stream *s, struct guest_msg *m, int timeout_m
 			pthread_mutex_unlock(&c->lock);
 			return f;
 		}
-		if (guest_link_cond_wait_until(&s->cond, &c->lock, timeout_ms >= 0 ? &dl : NULL) ==
-			    ETIMEDOUT &&
+		if (deadline_cond_wait(&s->cond, &c->lock, dl) == -ETIMEDOUT &&
 		    !s->head) {
 			pthread_mutex_unlock(&c->lock);
 			return -ETIMEDOUT;
@@ -608,15 +604,10 @@ int guest_call(struct guest_conn *c, json_t *req, int timeout_ms, json_t **resul
 	int r = guest_stream_open(c, req, &s);
 	if (r < 0)
 		return r;
-	int64_t deadline = timeout_ms < 0 ? -1 : util_now_ms() + timeout_ms;
+	int64_t deadline = deadline_after(timeout_ms);
 	for (;;) {
-		int left = -1;
-		if (deadline >= 0) {
-			int64_t l = deadline - util_now_ms();
-			left = l > 0 ? (int)l : 0;
-		}
 		struct guest_msg m;
-		r = guest_stream_read(s, &m, left);
+		r = guest_stream_read(s, &m, (int)deadline_left(deadline));
 		if (r == 0) {
 			r = -ECONNRESET; /* ended without END: cannot happen, be safe */
 			break;

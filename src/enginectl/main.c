@@ -22,7 +22,7 @@
 
 #include "common/util.h"
 #include "engine/accel.h"
-#include "engine/engine_exec.h"
+#include "engine/guest_run.h"
 #include "engine/manifest.h"
 #include "engine/template.h"
 #include "engine/vm.h"
@@ -132,9 +132,9 @@ static int cmd_smoke(const char *cache, enum accel_kind accel, const char *name)
 		return 1;
 	}
 	printf("created from %s in %lld ms (pid %d)\n", name, (long long)(t1 - t0), (int)vm_pid(v));
-	struct engine_exec_result res;
-	struct engine_exec_opts o = {.timeout_ms = 60000};
-	r = engine_exec(vm_agent(v), "python -c 'print(2**10)'", &o, &res);
+	struct guest_run_result res;
+	struct guest_run_exec_opts o = {.timeout_ms = 60000};
+	r = guest_run_exec(vm_agent(v), "python -c 'print(2**10)'", &o, &res);
 	int64_t t2 = util_now_ms();
 	int ok = r == 0 && res.exit_code == 0 && res.out && !strcmp(res.out, "1024\n");
 	if (r == 0) {
@@ -144,7 +144,7 @@ static int cmd_smoke(const char *cache, enum accel_kind accel, const char *name)
 	} else {
 		fprintf(stderr, "pandastack-engine: exec failed: %s\n", strerror(-r));
 	}
-	engine_exec_result_free(&res);
+	guest_run_result_free(&res);
 	vm_stop(v);
 	vm_free(v);
 	rmdir(base);

@@ -24,8 +24,9 @@
 
 #include <cmocka.h>
 
+#include "common/proto.h"
 #include "common/util.h"
-#include "engine/engine_exec.h"
+#include "engine/guest_run.h"
 #include "engine/template.h"
 #include "engine/vm.h"
 
@@ -100,12 +101,12 @@ static inline void et_stop(struct vm *v)
 }
 
 /* Run cmd, require the exec to complete; returns the result (caller frees). */
-static inline struct engine_exec_result et_exec(struct vm *v, const char *cmd,
-					 const struct engine_exec_opts *o)
+static inline struct guest_run_result et_exec(struct vm *v, const char *cmd,
+					 const struct guest_run_exec_opts *o)
 {
-	struct engine_exec_result res;
-	struct engine_exec_opts dflt = {.timeout_ms = 120000};
-	int r = engine_exec(vm_agent(v), cmd, o ? o : &dflt, &res);
+	struct guest_run_result res;
+	struct guest_run_exec_opts dflt = {.timeout_ms = 120000};
+	int r = guest_run_exec(vm_agent(v), cmd, o ? o : &dflt, &res);
 	if (r < 0)
 		fail_msg("exec %s: %d (%s)", cmd, r, res.end ? json_dumps(res.end, 0) : "no END");
 	return res;
@@ -114,11 +115,11 @@ static inline struct engine_exec_result et_exec(struct vm *v, const char *cmd,
 /* Run cmd and return its stdout (malloc'd) after checking exit code 0. */
 static inline char *et_sh(struct vm *v, const char *cmd)
 {
-	struct engine_exec_result res = et_exec(v, cmd, NULL);
+	struct guest_run_result res = et_exec(v, cmd, NULL);
 	if (res.exit_code != 0)
 		fail_msg("%s exited %d: %s", cmd, res.exit_code, res.err);
 	char *out = strdup(res.out ? res.out : "");
-	engine_exec_result_free(&res);
+	guest_run_result_free(&res);
 	return out;
 }
 
@@ -175,7 +176,7 @@ static inline int et_file_read(struct vm *v, const char *path, uint8_t **out, si
 			r = k == 0 ? (ended > 0 ? 0 : -EPROTO) : k;
 			break;
 		}
-		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == PROTO_CH_STDOUT) {
 			while (n + m.len > cap) {
 				uint8_t *nb = realloc(buf, cap * 2);
 				if (!nb) {

@@ -36,32 +36,32 @@ static void test_exit_codes_and_signals(void **state)
 {
 	(void)state;
 	ET_NEED_TEMPLATE();
-	struct engine_exec_result r = et_exec(vm1, "exit 3", NULL);
+	struct guest_run_result r = et_exec(vm1, "exit 3", NULL);
 	assert_int_equal(r.exit_code, 3);
 	assert_int_equal(r.signal, 0);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	r = et_exec(vm1, "true", NULL);
 	assert_int_equal(r.exit_code, 0);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	r = et_exec(vm1, "kill -9 $$", NULL);
 	assert_int_equal(r.signal, 9);
 	assert_int_equal(r.exit_code, 128 + 9);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	r = et_exec(vm1, "kill -TERM $$", NULL);
 	assert_int_equal(r.signal, 15);
 	assert_int_equal(r.exit_code, 128 + 15);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 }
 
 static void test_stdout_and_stderr_apart(void **state)
 {
 	(void)state;
 	ET_NEED_TEMPLATE();
-	struct engine_exec_result r = et_exec(vm1, "echo out; echo err >&2; echo out2", NULL);
+	struct guest_run_result r = et_exec(vm1, "echo out; echo err >&2; echo out2", NULL);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.out, "out\nout2\n");
 	assert_string_equal(r.err, "err\n");
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 }
 
 static void test_env_and_cwd(void **state)
@@ -69,17 +69,17 @@ static void test_env_and_cwd(void **state)
 	(void)state;
 	ET_NEED_TEMPLATE();
 	json_t *env = json_pack("{s:s, s:s}", "FOO", "bar baz", "EMPTY", "");
-	struct engine_exec_opts o = {.timeout_ms = 60000, .env = env, .cwd = "/tmp"};
-	struct engine_exec_result r = et_exec(vm1, "echo \"$FOO|${EMPTY-unset}|$(pwd)\"", &o);
+	struct guest_run_exec_opts o = {.timeout_ms = 60000, .env = env, .cwd = "/tmp"};
+	struct guest_run_result r = et_exec(vm1, "echo \"$FOO|${EMPTY-unset}|$(pwd)\"", &o);
 	json_decref(env);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.out, "bar baz||/tmp\n");
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	/* A missing cwd is an error, not a run somewhere else. */
-	struct engine_exec_opts bad = {.timeout_ms = 60000, .cwd = "/does/not/exist"};
-	struct engine_exec_result r2;
-	assert_int_equal(engine_exec(vm_agent(vm1), "pwd", &bad, &r2), -EPROTO);
-	engine_exec_result_free(&r2);
+	struct guest_run_exec_opts bad = {.timeout_ms = 60000, .cwd = "/does/not/exist"};
+	struct guest_run_result r2;
+	assert_int_equal(guest_run_exec(vm_agent(vm1), "pwd", &bad, &r2), -EPROTO);
+	guest_run_result_free(&r2);
 }
 
 static void sha256_hex(const void *p, size_t n, char out[65])
@@ -121,9 +121,9 @@ static void test_20mib_stdout_arrives_whole(void **state)
 {
 	(void)state;
 	ET_NEED_TEMPLATE();
-	struct engine_exec_opts o = {.timeout_ms = 300000, .capture_cap = 21u << 20};
+	struct guest_run_exec_opts o = {.timeout_ms = 300000, .capture_cap = 21u << 20};
 	/* 20 MiB of a known pattern: line i is "%07d" then 120 x's (128 bytes). */
-	struct engine_exec_result r = et_exec(
+	struct guest_run_result r = et_exec(
 		vm1,
 		"python3 -c \"import sys; w=sys.stdout.buffer.write; "
 		"[w(b'%07d' % i + b'x' * 120 + b'\\n') for i in range(163840)]\"",
@@ -138,20 +138,20 @@ static void test_20mib_stdout_arrives_whole(void **state)
 		assert_int_equal(r.out[i * 128 + 127], '\n');
 	}
 	assert_false(json_is_true(json_object_get(r.end, "stdout_truncated")));
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 }
 
 static void test_timeout_kills_the_tree(void **state)
 {
 	(void)state;
 	ET_NEED_TEMPLATE();
-	struct engine_exec_opts o = {.timeout_ms = 1500};
+	struct guest_run_exec_opts o = {.timeout_ms = 1500};
 	int64_t t0 = util_now_ms();
-	struct engine_exec_result r = et_exec(vm1, "sleep 100 & sleep 100", &o);
+	struct guest_run_result r = et_exec(vm1, "sleep 100 & sleep 100", &o);
 	int64_t ms = util_now_ms() - t0;
 	assert_true(r.timed_out);
 	assert_true(ms < 60000);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	/* Nothing named sleep is left (ps if the image has it, else /proc). */
 	char *n = et_sh(vm1, "if command -v ps >/dev/null; then ps -e -o comm= | grep -c '^sleep$'; "
 			     "else cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$'; fi; true");
@@ -170,11 +170,11 @@ static void *par_exec(void *arg)
 	char cmd[64], want[32];
 	snprintf(cmd, sizeof(cmd), "echo n=%d", p->i);
 	snprintf(want, sizeof(want), "n=%d\n", p->i);
-	struct engine_exec_result r;
-	struct engine_exec_opts o = {.timeout_ms = 240000};
-	int rc = engine_exec(vm_agent(vm1), cmd, &o, &r);
+	struct guest_run_result r;
+	struct guest_run_exec_opts o = {.timeout_ms = 240000};
+	int rc = guest_run_exec(vm_agent(vm1), cmd, &o, &r);
 	p->ok = rc == 0 && r.exit_code == 0 && r.out && !strcmp(r.out, want);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	return NULL;
 }
 
@@ -219,9 +219,9 @@ static void *upload_200mib(void *arg)
 static int64_t exec_true_ms(void)
 {
 	int64_t t0 = util_now_ms();
-	struct engine_exec_result r = et_exec(vm1, "true", NULL);
+	struct guest_run_result r = et_exec(vm1, "true", NULL);
 	assert_int_equal(r.exit_code, 0);
-	engine_exec_result_free(&r);
+	guest_run_result_free(&r);
 	return util_now_ms() - t0;
 }
 

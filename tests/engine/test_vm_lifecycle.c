@@ -120,26 +120,20 @@ static void test_pause_resume(void **state)
 	assert_string_equal(st, "paused");
 	/* A paused guest runs nothing: the exec only finishes after resume. */
 	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "echo later");
-	struct guest_stream *s = NULL;
-	assert_int_equal(guest_stream_open(vm_agent(v), req, &s), 0);
+	struct guest_run_opts o = {.kind = GUEST_RUN_EXEC, .deadline_ms = 120000};
+	struct guest_run *x = NULL;
+	assert_int_equal(guest_run_open(vm_agent(v), req, &o, &x), 0);
 	json_decref(req);
-	struct guest_msg m = {0};
-	assert_int_equal(guest_stream_read(s, &m, 700), -ETIMEDOUT);
+	struct guest_event ev;
+	assert_int_equal(guest_run_next(x, &ev, 700), -ETIMEDOUT);
 	assert_int_equal(vm_resume(v), 0);
 	assert_int_equal(vm_status(v, st, sizeof(st)), 0);
 	assert_string_equal(st, "running");
-	int got_out = 0;
-	for (;;) {
-		int r = guest_stream_read(s, &m, 60000);
-		assert_true(r >= 0);
-		if (r == 0)
-			break;
-		if (m.kind == GUEST_MSG_DATA && m.channel == 1 && m.len == 6 &&
-		    !memcmp(m.data, "later\n", 6))
-			got_out = 1;
-		guest_msg_clear(&m);
-	}
-	guest_stream_close(s);
+	struct guest_run_result res;
+	assert_int_equal(guest_run_collect(x, &res, 60000, NULL, NULL), 0);
+	int got_out = res.out_len == 6 && !memcmp(res.out, "later\n", 6);
+	guest_run_result_free(&res);
+	guest_run_close(x);
 	assert_true(got_out);
 	et_stop(v);
 }

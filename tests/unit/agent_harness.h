@@ -2,7 +2,8 @@
  * agent_harness.h - helpers for the host tests of the agent
  * (test_agent_host.c, test_agent_files.c): start pandastack-agent --listen on
  * a socket in a fresh temporary folder, connect through guest_conn, run
- * execs and file transfers, look for leftover processes.
+ * execs (through the exec reader, guest_run) and file transfers, look for
+ * leftover processes.
  *
  * The agent binary is $PANDASTACK_AGENT_BIN, else pandastack-agent-dyn in the
  * build folder above the test binary (the Makefile builds it; in check-asan
@@ -28,8 +29,9 @@
 
 #include <jansson.h>
 
+#include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_stream.h"
+#include "engine/guest_run.h"
 
 /* Each test uses some of the helpers. */
 #define HARNESS static __attribute__((unused))
@@ -167,8 +169,7 @@ struct exec_result {
 	uint8_t *out, *err;
 	size_t outlen, errlen;
 	json_t *end;     /* END or ERROR object */
-	int is_error;    /* 1 if the stream ended with ERROR */
-	json_t *started; /* the "started" EVENT, if any */
+	json_t *started; /* the first EVENT ("started", file_read's "stat") */
 };
 
 HARNESS void exec_result_clear(struct exec_result *r)
@@ -192,7 +193,8 @@ HARNESS int buf_append(uint8_t **b, size_t *len, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Read a stream to its end, collecting channels 1 and 2 and the END.
+/* Read a raw stream (a file transfer, or an exec a test drives by hand) to
+ * its end, collecting stdout, stderr, the first EVENT and the END.
  * Returns 0 or the guest_stream_read error. */
 HARNESS int harness_collect(struct guest_stream *s, struct exec_result *r, int timeout_ms)
 {
@@ -207,50 +209,53 @@ HARNESS int harness_collect(struct guest_stream *s, struct exec_result *r, int t
 			return 0;
 		if (k < 0)
 			return k;
-		if (m.kind == GUEST_MSG_DATA && m.channel == 1)
+		if (m.kind == GUEST_MSG_DATA && m.channel == PROTO_CH_STDOUT)
 			buf_append(&r->out, &r->outlen, m.data, m.len);
-		else if (m.kind == GUEST_MSG_DATA && m.channel == 2)
+		else if (m.kind == GUEST_MSG_DATA && m.channel == PROTO_CH_STDERR)
 			buf_append(&r->err, &r->errlen, m.data, m.len);
 		else if (m.kind == GUEST_MSG_EVENT && !r->started)
 			r->started = json_incref(m.json);
-		else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
+		else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR)
 			r->end = json_incref(m.json);
-			r->is_error = m.kind == GUEST_MSG_ERROR;
-		}
 		guest_msg_clear(&m);
 	}
 }
 
 /*
- * harness_exec - run req (stolen) on c; when in is non-NULL send inlen bytes
- * as stdin then EOF (req must say "stdin": true).  Returns 0 with r filled
- * (r->end set), or -errno.
+ * harness_exec - run the exec req (stolen) on c through the exec reader
+ * (guest_run); when in is non-NULL it is fed as stdin while the output is
+ * read (req must say "stdin": true).  timeout_ms bounds the whole run.
+ * Returns 0 with r filled (r->end: the END, or the agent's error answer),
+ * or -errno (no answer from the agent: -ETIMEDOUT, -ECONNRESET, -EPROTO).
  */
 HARNESS int harness_exec(struct guest_conn *c, json_t *req, const void *in, size_t inlen,
 			struct exec_result *r, int timeout_ms)
 {
 	memset(r, 0, sizeof(*r));
-	struct guest_stream *s;
-	int k = guest_stream_open(c, req, &s);
+	struct guest_run_opts o = {.kind = GUEST_RUN_EXEC, .stdin_data = in, .stdin_len = inlen,
+				   .deadline_ms = timeout_ms};
+	struct guest_run *x;
+	int k = guest_run_open(c, req, &o, &x);
 	json_decref(req);
 	if (k < 0)
 		return k;
-	if (in) {
-		k = guest_stream_write(s, in, inlen, timeout_ms);
-		if (k == 0)
-			k = guest_stream_write_eof(s);
-		if (k == -EPIPE)
-			k = 0; /* the command ended before taking all input: read its END */
-		if (k < 0) {
-			guest_stream_close(s);
-			return k;
-		}
+	struct guest_event ev;
+	while ((k = guest_run_next(x, &ev, -1)) == 1) {
+		if (ev.type == GUEST_EV_STDOUT)
+			buf_append(&r->out, &r->outlen, ev.data, ev.len);
+		else if (ev.type == GUEST_EV_STDERR)
+			buf_append(&r->err, &r->errlen, ev.data, ev.len);
+		else if (ev.type == GUEST_EV_STARTED && !r->started)
+			r->started = json_incref(ev.json);
+		else if (ev.type == GUEST_EV_EXIT || ev.type == GUEST_EV_ERROR)
+			r->end = json_incref(ev.json);
+		if (ev.type == GUEST_EV_ERROR && !ev.json)
+			k = ev.err;
+		if (ev.type == GUEST_EV_EXIT || ev.type == GUEST_EV_ERROR)
+			break;
 	}
-	k = harness_collect(s, r, timeout_ms);
-	guest_stream_close(s);
-	if (k == 0 && !r->end)
-		k = -EPROTO;
-	return k;
+	guest_run_close(x);
+	return k < 0 ? k : 0;
 }
 
 /* Shorthand: exec cmd with defaults. */
@@ -311,10 +316,16 @@ HARNESS json_t *harness_write_file(struct guest_conn *c, const char *path, const
 HARNESS json_t *harness_read_file(struct guest_conn *c, const char *path, uint8_t **data,
 				 size_t *len, json_t **stat_event)
 {
+	json_t *req = json_pack("{s:s, s:s}", "op", "file_read", "path", path);
+	struct guest_stream *s;
+	int k = guest_stream_open(c, req, &s);
+	json_decref(req);
+	if (k < 0)
+		return NULL;
 	struct exec_result r = {0};
-	int k = harness_exec(c, json_pack("{s:s, s:s}", "op", "file_read", "path", path), NULL, 0,
-			     &r, 30000);
-	if (k < 0) {
+	k = harness_collect(s, &r, 30000);
+	guest_stream_close(s);
+	if (k < 0 || !r.end) {
 		exec_result_clear(&r);
 		return NULL;
 	}

@@ -89,38 +89,28 @@ static json_t *create_ctx(struct guest_conn *c, const char *id, json_t *extra)
 	return res;
 }
 
-/* Collect a run stream to its END. */
-static int collect_run(struct guest_stream *s, struct run *r, int timeout_ms)
+/* Open a context_run request (borrowed) as a run read by the cell reader
+ * (guest_run), bounded by RUN_MS.  Returns 0 or -errno. */
+static int open_run(struct guest_conn *c, json_t *req, struct guest_run **x)
+{
+	struct guest_run_opts o = {.kind = GUEST_RUN_CELL, .deadline_ms = RUN_MS};
+	return guest_run_open(c, req, &o, x);
+}
+
+/* Collect a run to its end: 0 with r->end the done object or the agent's
+ * error answer, or -errno. */
+static int collect_run(struct guest_run *x, struct run *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->results = json_array();
-	int64_t deadline = util_now_ms() + timeout_ms;
-	for (;;) {
-		int64_t left = deadline - util_now_ms();
-		struct guest_msg m;
-		int k = guest_stream_read(s, &m, left > 0 ? (int)left : 0);
-		if (k == 0)
-			return r->end ? 0 : -EPROTO;
-		if (k < 0)
-			return k;
-		if (m.kind == GUEST_MSG_EVENT) {
-			const char *type = json_string_value(json_object_get(m.json, "type"));
-			json_t *text = json_object_get(m.json, "text");
-			if (type && !strcmp(type, "stdout"))
-				buf_append((uint8_t **)&r->out, &r->outlen,
-					   (const uint8_t *)json_string_value(text),
-					   json_string_length(text));
-			else if (type && !strcmp(type, "stderr"))
-				buf_append((uint8_t **)&r->err, &r->errlen,
-					   (const uint8_t *)json_string_value(text),
-					   json_string_length(text));
-			else if (type && !strcmp(type, "result"))
-				json_array_append(r->results, m.json);
-		} else if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
-			r->end = json_incref(m.json);
-		}
-		guest_msg_clear(&m);
-	}
+	struct guest_run_result res;
+	int k = guest_run_collect(x, &res, -1, NULL, NULL);
+	r->out = res.out;
+	r->outlen = res.out_len;
+	r->err = res.err;
+	r->errlen = res.err_len;
+	r->results = res.results ? res.results : json_array();
+	r->end = res.end;
+	return k == -EPROTO && r->end ? 0 : k;
 }
 
 static json_t *run_req(const char *id, const char *code, int timeout_ms)
@@ -133,12 +123,12 @@ static json_t *run_req(const char *id, const char *code, int timeout_ms)
 static void run_code(struct guest_conn *c, const char *id, const char *code, int timeout_ms,
 		     struct run *r)
 {
-	struct guest_stream *s;
+	struct guest_run *s;
 	json_t *req = run_req(id, code, timeout_ms);
-	assert_int_equal(guest_stream_open(c, req, &s), 0);
+	assert_int_equal(open_run(c, req, &s), 0);
 	json_decref(req);
-	assert_int_equal(collect_run(s, r, RUN_MS), 0);
-	guest_stream_close(s);
+	assert_int_equal(collect_run(s, r), 0);
+	guest_run_close(s);
 }
 
 static const char *main_text(struct run *r)
@@ -179,7 +169,7 @@ static void test_create_run_state_and_errors(void **state)
 	run_code(f->c, "ctx_a", "sum(range(101))", 0, &r);
 	assert_null(error_name(r.end));
 	assert_string_equal(main_text(&r), "5050");
-	assert_null(r.out);
+	assert_int_equal(r.outlen, 0);
 	assert_true(json_integer_value(json_object_get(r.end, "execution_count")) >= 1);
 	assert_true(json_is_false(json_object_get(r.end, "timed_out")));
 	run_clear(&r);
@@ -268,16 +258,16 @@ static void test_busy_context_queues(void **state)
 	assert_null(end_error(end));
 	json_decref(end);
 	/* the second run is sent while the first sleeps: it waits its turn */
-	struct guest_stream *s1, *s2;
+	struct guest_run *s1, *s2;
 	json_t *q1 = run_req("ctx_q", "import time; time.sleep(1); order = ['first']", 0);
 	json_t *q2 = run_req("ctx_q", "order.append('second'); order", 0);
-	assert_int_equal(guest_stream_open(f->c, q1, &s1), 0);
-	assert_int_equal(guest_stream_open(f->c, q2, &s2), 0);
+	assert_int_equal(open_run(f->c, q1, &s1), 0);
+	assert_int_equal(open_run(f->c, q2, &s2), 0);
 	json_decref(q1);
 	json_decref(q2);
 	struct run r1, r2;
-	assert_int_equal(collect_run(s2, &r2, RUN_MS), 0);
-	assert_int_equal(collect_run(s1, &r1, RUN_MS), 0);
+	assert_int_equal(collect_run(s2, &r2), 0);
+	assert_int_equal(collect_run(s1, &r1), 0);
 	assert_null(error_name(r1.end));
 	assert_null(error_name(r2.end));
 	assert_string_equal(main_text(&r2), "['first', 'second']");
@@ -289,8 +279,8 @@ static void test_busy_context_queues(void **state)
 	json_decref(res);
 	run_clear(&r1);
 	run_clear(&r2);
-	guest_stream_close(s1);
-	guest_stream_close(s2);
+	guest_run_close(s1);
+	guest_run_close(s2);
 }
 
 static void test_timeout_keeps_state(void **state)
@@ -344,16 +334,16 @@ static void test_cancel_run(void **state)
 	struct run r;
 	run_code(f->c, "ctx_c", "kept = 5", 0, &r);
 	run_clear(&r);
-	struct guest_stream *s;
+	struct guest_run *s;
 	json_t *req = run_req("ctx_c", "import time; time.sleep(100)", 0);
-	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
+	assert_int_equal(open_run(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(500 * 1000);
-	assert_int_equal(guest_stream_cancel(s), 0);
-	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_int_equal(guest_run_cancel(s), 0);
+	assert_int_equal(collect_run(s, &r), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	run_clear(&r);
-	guest_stream_close(s);
+	guest_run_close(s);
 	run_code(f->c, "ctx_c", "kept", 0, &r); /* interrupted, not killed */
 	assert_string_equal(main_text(&r), "5");
 	run_clear(&r);
@@ -367,9 +357,9 @@ static void test_delete_and_interrupt(void **state)
 	long pid = (long)json_integer_value(json_object_get(end, "pid"));
 	json_decref(end);
 	/* interrupt a running cell */
-	struct guest_stream *s;
+	struct guest_run *s;
 	json_t *req = run_req("ctx_x", "import time; time.sleep(100)", 0);
-	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
+	assert_int_equal(open_run(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(500 * 1000);
 	json_t *res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_interrupt", "id",
@@ -377,22 +367,22 @@ static void test_delete_and_interrupt(void **state)
 	assert_null(end_error(res));
 	json_decref(res);
 	struct run r;
-	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_int_equal(collect_run(s, &r), 0);
 	assert_string_equal(error_name(r.end), "KeyboardInterrupt");
 	run_clear(&r);
-	guest_stream_close(s);
+	guest_run_close(s);
 	/* delete with a run queued: the run ends, the kernel goes */
 	req = run_req("ctx_x", "import time; time.sleep(100)", 0);
-	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
+	assert_int_equal(open_run(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(300 * 1000);
 	res = harness_call(f->c, json_pack("{s:s, s:s}", "op", "context_delete", "id", "ctx_x"));
 	assert_null(end_error(res));
 	json_decref(res);
-	assert_int_equal(collect_run(s, &r, RUN_MS), 0);
+	assert_int_equal(collect_run(s, &r), 0);
 	assert_string_equal(end_error(r.end), "ECANCELED");
 	run_clear(&r);
-	guest_stream_close(s);
+	guest_run_close(s);
 	int64_t until = util_now_ms() + 10000;
 	while (kill((pid_t)pid, 0) == 0 && util_now_ms() < until)
 		usleep(50 * 1000);
@@ -440,12 +430,12 @@ static void test_contexts_survive_the_host(void **state)
 	run_code(f->c, "ctx_h", "survivor = 'yes'", 0, &r);
 	run_clear(&r);
 	/* a run in flight when the host leaves is cancelled; the context stays */
-	struct guest_stream *s;
+	struct guest_run *s;
 	json_t *req = run_req("ctx_h", "import time; time.sleep(100)", 0);
-	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
+	assert_int_equal(open_run(f->c, req, &s), 0);
 	json_decref(req);
 	usleep(300 * 1000);
-	guest_stream_close(s);
+	guest_run_close(s);
 	guest_conn_close(f->c);
 	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
 	run_code(f->c, "ctx_h", "survivor", 0, &r);
