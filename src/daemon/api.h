@@ -176,16 +176,23 @@ json_t *api_exec_request(struct sbx *sb, const struct exec_body *b, int64_t time
 			 uint64_t output_cap);
 
 /*
- * api_exec_stdin_start - write len bytes of data (copied; NULL data: no
- * stdin, *out NULL) and then EOF to st from a new thread, so the caller can
- * read the command's output meanwhile.  Returns 0 or -errno.
- * api_exec_stdin_finish - join it (cancel st first if the command may not
- * read everything) and free; returns the write's 0 or -errno.  NULL: 0.
+ * api_exec_begin - parse the exec body of r into *b and take its sandbox:
+ * the sandbox (a reference; the caller releases it and clears b), or NULL
+ * with the answer sent (400, 404, 409) and b cleared.
  */
-struct exec_stdin;
-int api_exec_stdin_start(struct guest_stream *st, const char *data, size_t len,
-			 struct exec_stdin **out);
-int api_exec_stdin_finish(struct exec_stdin *f);
+struct sbx *api_exec_begin(struct http_req *r, struct exec_body *b);
+
+/*
+ * api_exec_open - start the exec b (borrowed; its stdin is copied) on sb
+ * with timeout_ms (0: none) as a guest run (guest_run.h) that delivers at
+ * most hold_cap bytes per channel (0: no cap) and ends by itself with
+ * -ETIMEDOUT GUEST_RUN_END_GRACE_MS after the command's timeout.  Returns 0
+ * with *out owned by the caller (guest_run_close), or -errno for
+ * api_reply_agent_failure.
+ */
+struct guest_run;
+int api_exec_open(struct http_req *r, struct sbx *sb, const struct exec_body *b,
+		  int64_t timeout_ms, size_t hold_cap, struct guest_run **out);
 
 /*
  * api_exec_run - run the exec b (borrowed) on sb with timeout_ms (0: none)

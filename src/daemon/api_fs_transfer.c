@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/proto.h"
 #include "common/util.h"
 #include "daemon/api.h"
 #include "daemon/daemon.h"
@@ -192,7 +193,7 @@ static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (rr <= 0)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
-		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == PROTO_CH_STDOUT) {
 			dl->held = m; /* owned now */
 			continue;
 		}
@@ -235,7 +236,7 @@ static int first_answer(struct http_req *r, struct download *dl)
 			guest_msg_clear(&m);
 			return answered;
 		}
-		if (m.kind == GUEST_MSG_DATA && m.channel == 1) {
+		if (m.kind == GUEST_MSG_DATA && m.channel == PROTO_CH_STDOUT) {
 			dl->held = m;
 			return 0;
 		}
