@@ -211,12 +211,12 @@ static struct sbx *find_ref(struct sandboxes *reg, const char *id)
 	return found;
 }
 
-int sbx_acquire(struct sandboxes *reg, const char *team, const char *id, struct sbx **out,
-		char *row_status)
+/* The live sandbox id of team with a reference in *out (NULL when it is
+ * not live), or -ENOENT for a malformed id or another team's sandbox
+ * (never visible). */
+static int find_mine(struct sandboxes *reg, const char *team, const char *id, struct sbx **out)
 {
 	*out = NULL;
-	if (row_status)
-		row_status[0] = '\0';
 	if (!sandbox_id_valid(id))
 		return -ENOENT;
 	struct sbx *sb = find_ref(reg, id);
@@ -224,6 +224,19 @@ int sbx_acquire(struct sandboxes *reg, const char *team, const char *id, struct 
 		sbx_release(sb);
 		return -ENOENT;
 	}
+	*out = sb;
+	return 0;
+}
+
+int sbx_acquire(struct sandboxes *reg, const char *team, const char *id, struct sbx **out,
+		char *row_status)
+{
+	*out = NULL;
+	if (row_status)
+		row_status[0] = '\0';
+	struct sbx *sb;
+	if (find_mine(reg, team, id, &sb) < 0)
+		return -ENOENT;
 	if (sb && !sbx_ending(sb)) {
 		*out = sb;
 		return 0;
@@ -365,13 +378,9 @@ static void sbx_end(struct sbx *sb, const char *status, const char *reason, int 
 
 int sbx_delete(struct sandboxes *reg, const char *team, const char *id)
 {
-	if (!sandbox_id_valid(id))
+	struct sbx *sb;
+	if (find_mine(reg, team, id, &sb) < 0)
 		return -ENOENT;
-	struct sbx *sb = find_ref(reg, id);
-	if (sb && strcmp(sb->team, team) != 0) {
-		sbx_release(sb);
-		return -ENOENT;
-	}
 	if (sb) {
 		sbx_end(sb, "stopped", "deleted", 1);
 		sbx_release(sb);

@@ -15,7 +15,7 @@
  * across a blocking call: a create restores QEMU unlocked (its slot in the
  * team's limit is reserved first, atomically, as a CREATING entry), and an
  * end waits for `ops` to drain after killing QEMU, which wakes them.
- * Agent streams stay valid after their VM ends (guest_conn.h): their reads
+ * Agent streams stay valid after their VM ends (guest_stream.h): their reads
  * then fail with -ECONNRESET, so long streams never delay an end.
  *
  * Threads: every function may be called from any thread.
