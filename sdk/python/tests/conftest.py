@@ -38,6 +38,7 @@ def api():
 def clean_env(monkeypatch):
     monkeypatch.delenv("PANDASTACK_API_KEY", raising=False)
     monkeypatch.delenv("PANDASTACK_API_URL", raising=False)
+    monkeypatch.delenv("PANDASTACK_CA_FILE", raising=False)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -2,19 +2,16 @@
 proxy in between may send anything): every cap and framing rule fails the
 call with ConnectionError, never a hang, a crash or unbounded memory; the
 legal variants (1xx answers, chunked bodies with extensions and trailers,
-bodies up to the close, repeated fields) work. Plus keep-alive pooling,
-a second event loop, and https with the same CA settings as Sandbox."""
+bodies up to the close, repeated fields) work. Plus keep-alive pooling and
+a second event loop (https: test_tls.py)."""
 import asyncio
 import gc
-import os
-import shutil
-import subprocess
 
 import pytest
 from conftest import KEY, SID
-from fakeapi import FakeApi, Reply, raw, sandbox_json
+from fakeapi import Reply, raw, sandbox_json
 
-from pandastack import AsyncSandbox, ConnectionError, Sandbox
+from pandastack import AsyncSandbox, ConnectionError
 from pandastack import _calls, _http1
 
 SB = f"/v1/sandboxes/{SID}"
@@ -155,50 +152,3 @@ def test_one_sandbox_object_in_two_event_loops(api):
     assert sb._t.pool.opened == 3  # one per loop
     assert len({r.handler.client_address for r in api.requests}) == 3
     gc.collect()
-
-
-# ---- https -----------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
-                   check=True, capture_output=True, timeout=60)
-    return str(d / "cert.pem"), str(d / "key.pem")
-
-
-@pytest.fixture
-def tls_api(certificate):
-    with FakeApi(tls=certificate) as a:
-        a.route("GET", SB, Reply(200, sandbox_json(SID)))
-        yield a
-
-
-async def test_https_with_the_ca_from_ssl_cert_file(tls_api, certificate, monkeypatch):
-    monkeypatch.setenv("SSL_CERT_FILE", certificate[0])
-    assert tls_api.url.startswith("https://localhost:")
-    sync = await asyncio.to_thread(Sandbox.connect, SID, api_key=KEY, api_url=tls_api.url)
-    sb = await AsyncSandbox.connect(SID, api_key=KEY, api_url=tls_api.url)
-    try:
-        for _ in range(3):
-            assert (await sb.get_info()).status == "running"
-        assert sync.id == sb.id == SID and sb._t.pool.opened == 1
-    finally:
-        await sb.aclose()
-
-
-async def test_https_refuses_an_unknown_certificate(tls_api, monkeypatch):
-    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    monkeypatch.setenv("SSL_CERT_DIR", os.devnull)
-    for connect_with in (lambda: asyncio.to_thread(Sandbox.connect, SID, api_key=KEY,
-                                                   api_url=tls_api.url, max_retries=0),
-                         lambda: AsyncSandbox.connect(SID, api_key=KEY, api_url=tls_api.url,
-                                                      max_retries=0)):
-        with pytest.raises(ConnectionError) as ei:
-            await connect_with()
-        assert "CERTIFICATE_VERIFY_FAILED" in str(ei.value)
-    assert tls_api.calls("GET", SB) == []

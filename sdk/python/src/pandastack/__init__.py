@@ -12,8 +12,9 @@ Quick start::
 For asyncio programs, :class:`AsyncSandbox` has the same surface with
 awaitable methods (``async with await AsyncSandbox.create() as sandbox:``).
 
-Configuration: pass ``api_key=`` / ``api_url=`` or set ``PANDASTACK_API_KEY`` /
-``PANDASTACK_API_URL``. Reference: docs/sdk-python.md.
+Configuration: pass ``api_key=`` / ``api_url=`` (and ``ca_file=`` for a daemon
+whose https certificate the system does not trust) or set ``PANDASTACK_API_KEY``
+/ ``PANDASTACK_API_URL`` / ``PANDASTACK_CA_FILE``. Reference: docs/sdk-python.md.
 """
 __version__ = "0.1.0"
 

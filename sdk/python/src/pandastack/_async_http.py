@@ -17,7 +17,7 @@ from typing import Any, AsyncGenerator, AsyncIterator, Callable, Mapping, Option
 from ._calls import RAISE, Call
 from ._core import (CHUNK_SIZE, ERROR_BODY_CAP, JSON_BODY_CAP, Attempts, Endpoint,
                     SourceReadError, StreamBody, check_download, client_error, cut_short,
-                    decode_json_answer, encode_json, error_from_answer, ssl_context)
+                    decode_json_answer, encode_json, error_from_answer)
 from ._http1 import Pool, Response, StaleConnection, exchange, request_head
 from ._sse import aiter_events
 from ._streams import CallbackError, Decoder, acall_user
@@ -35,7 +35,7 @@ class AsyncTransport(Endpoint):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.pool = Pool(self.host, self.port, ssl_context() if self.https else None)
+        self.pool = Pool(self.host, self.port, self.ssl)
 
     def close(self) -> None:
         """Close the idle connections (a later call opens new ones)."""
@@ -62,7 +62,7 @@ class AsyncTransport(Endpoint):
                 try:
                     conn = await self.pool.acquire(t)
                 except _NETWORK_ERRORS as e:  # nothing was sent
-                    if not attempts.after_connect_failure():
+                    if not attempts.after_connect_failure(e):
                         raise client_error(e, what) from None
                 if conn is not None:
                     try:

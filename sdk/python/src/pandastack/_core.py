@@ -141,10 +141,22 @@ def encode_json(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-def ssl_context() -> ssl.SSLContext:
-    """The TLS settings of every https connection: the system's CA store
-    (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` override it), hostname checks on."""
-    return ssl.create_default_context()
+def ssl_context(ca_file: Optional[str] = None) -> ssl.SSLContext:
+    """The TLS settings of every https connection of both clients: hostname
+    checks on, and the server's certificate checked against the PEM file of CA
+    certificates ``ca_file`` alone (as curl's ``--cacert``: the system's store
+    is then not used), or the system's CA store when ``ca_file`` is None
+    (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` override it).
+
+    Raises PandaStackError ``invalid_config`` when ``ca_file`` cannot be read
+    or holds no PEM certificate."""
+    if ca_file is None:
+        return ssl.create_default_context()
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise PandaStackError(f"ca_file {ca_file!r} is not a readable PEM file of CA "
+                              f"certificates: {e}", "invalid_config") from None
 
 
 def tune_socket(sock: Optional[socket.socket]) -> None:
@@ -176,18 +188,23 @@ class Endpoint:
         timeout: client-side deadline of each socket operation, in seconds
             (None: wait for ever).
         max_retries: extra attempts where a retry is safe (0 disables them).
+        ca_file: for an https URL, the PEM file of the CA certificates that the
+            server's certificate is checked against, instead of the system's
+            store (e.g. a self-signed daemon's certificate); falls back to
+            ``PANDASTACK_CA_FILE``, then the system's store. Read once, here.
     Raises:
         AuthenticationError: no key was given and the environment has none
             (``missing_api_key``), or it has characters a header cannot carry
             (``invalid_api_key``).
         PandaStackError: ``invalid_config``: the URL is not
-            http(s)://host[:port][/prefix], the timeout is not positive, or
-            max_retries is not 0-10.
+            http(s)://host[:port][/prefix], the timeout is not positive,
+            max_retries is not 0-10, or the CA file cannot be read.
     """
 
     def __init__(self, api_key: Optional[str] = None, api_url: Optional[str] = None,
                  timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 max_retries: int = DEFAULT_MAX_RETRIES) -> None:
+                 max_retries: int = DEFAULT_MAX_RETRIES,
+                 ca_file: Optional[str] = None) -> None:
         key = api_key if api_key is not None else os.environ.get("PANDASTACK_API_KEY", "")
         key = key.strip()
         if not key:
@@ -220,6 +237,10 @@ class Endpoint:
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
         self.max_retries = int(max_retries)
+        ca = ca_file if ca_file is not None else os.environ.get("PANDASTACK_CA_FILE", "")
+        self.ca_file: Optional[str] = ca or None
+        # One context per endpoint, shared by its connections (None for http).
+        self.ssl: Optional[ssl.SSLContext] = ssl_context(self.ca_file) if self.https else None
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(api_url={self.api_url!r})"
@@ -305,9 +326,15 @@ def is_timeout(exc: BaseException) -> bool:
 def client_error(exc: BaseException, what: str) -> PandaStackError:
     """The typed error for a transport failure (no HTTP answer): TimeoutError
     (``client_timeout``) for a deadline, else ConnectionError
-    (``connection_failed``)."""
+    (``connection_failed``), whose message says how to trust a certificate
+    that failed its check."""
     if is_timeout(exc):
         return TimeoutError(f"{what}: no answer within the client deadline", "client_timeout")
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return ConnectionError(f"{what}: the server's TLS certificate is not trusted "
+                               f"({exc.verify_message or exc}): pass ca_file= or set "
+                               f"PANDASTACK_CA_FILE to the PEM file of its CA",
+                               "connection_failed")
     return ConnectionError(f"{what}: {exc.__class__.__name__}: {exc}", "connection_failed")
 
 
@@ -389,10 +416,12 @@ class Attempts:
         """The method may be sent twice (GET, HEAD, DELETE) and so may its body."""
         return self.method in IDEMPOTENT and self.replayable
 
-    def after_connect_failure(self) -> bool:
+    def after_connect_failure(self, exc: BaseException) -> bool:
         """The connection could not be opened (nothing was sent): any method
-        may be retried while attempts are left."""
-        return self.attempt < self.max_retries
+        may be retried while attempts are left, unless the TLS handshake
+        failed (an untrusted certificate, a server that does not speak TLS:
+        another attempt would fail the same way)."""
+        return self.attempt < self.max_retries and not isinstance(exc, ssl.SSLError)
 
     def after_lost_answer(self, exc: BaseException) -> bool:
         """The request may have gone out and no answer came: only an

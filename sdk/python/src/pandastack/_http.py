@@ -18,7 +18,7 @@ from ._calls import Call, RAISE
 from ._core import (CHUNK_SIZE, DEFAULT_API_URL, ERROR_BODY_CAP, JSON_BODY_CAP, Attempts, Body,
                     Endpoint, SourceReadError, StreamBody, check_block, check_download,
                     check_source_end, client_error, cut_short, decode_json_answer, encode_json,
-                    error_from_answer, is_timeout, ssl_context, tune_socket)
+                    error_from_answer, is_timeout, tune_socket)
 from ._sse import iter_events
 from ._streams import CallbackError, Decoder, call_user
 from .errors import NotFoundError, PandaStackError
@@ -37,7 +37,7 @@ class Transport(Endpoint):
     def _connection(self, timeout: Optional[float]) -> http.client.HTTPConnection:
         if self.https:
             return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
-                                               context=ssl_context(), blocksize=CHUNK_SIZE)
+                                               context=self.ssl, blocksize=CHUNK_SIZE)
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout,
                                           blocksize=CHUNK_SIZE)
 
@@ -113,7 +113,7 @@ class Transport(Endpoint):
                 try:
                     conn.connect()
                 except OSError as e:  # socket.timeout included
-                    if not attempts.after_connect_failure():
+                    if not attempts.after_connect_failure(e):
                         raise client_error(e, what) from None
                     retry = True
                 if not retry:

@@ -64,10 +64,11 @@ class AsyncSandbox(SandboxHandle):
                      metadata: Optional[Mapping[str, str]] = None,
                      api_key: Optional[str] = None, api_url: Optional[str] = None,
                      request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-                     max_retries: int = DEFAULT_MAX_RETRIES) -> "AsyncSandbox":
+                     max_retries: int = DEFAULT_MAX_RETRIES,
+                     ca_file: Optional[str] = None) -> "AsyncSandbox":
         """Create a sandbox from a template, as :meth:`Sandbox.create` (the
         same arguments, result and errors)."""
-        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
         try:
             info = await t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata))
         except BaseException:
@@ -79,10 +80,11 @@ class AsyncSandbox(SandboxHandle):
     async def connect(cls, sandbox_id: str, *, api_key: Optional[str] = None,
                       api_url: Optional[str] = None,
                       request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-                      max_retries: int = DEFAULT_MAX_RETRIES) -> "AsyncSandbox":
+                      max_retries: int = DEFAULT_MAX_RETRIES,
+                      ca_file: Optional[str] = None) -> "AsyncSandbox":
         """Attach to an existing sandbox by id, as :meth:`Sandbox.connect`."""
         call = _calls.connect_sandbox(sandbox_id)
-        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
         try:
             info = await t.call(call)
         except BaseException:
@@ -95,9 +97,10 @@ class AsyncSandbox(SandboxHandle):
                    metadata: Optional[Mapping[str, str]] = None,
                    api_key: Optional[str] = None, api_url: Optional[str] = None,
                    request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-                   max_retries: int = DEFAULT_MAX_RETRIES) -> List[SandboxInfo]:
+                   max_retries: int = DEFAULT_MAX_RETRIES,
+                   ca_file: Optional[str] = None) -> List[SandboxInfo]:
         """The key's team's sandboxes, oldest first, as :meth:`Sandbox.list`."""
-        t = AsyncTransport(api_key, api_url, request_timeout, max_retries)
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
         return await _once(t, _calls.list_sandboxes(status, metadata))
 
     async def get_info(self) -> SandboxInfo:

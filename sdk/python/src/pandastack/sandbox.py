@@ -55,7 +55,8 @@ class Sandbox(SandboxHandle):
                metadata: Optional[Mapping[str, str]] = None,
                api_key: Optional[str] = None, api_url: Optional[str] = None,
                request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-               max_retries: int = DEFAULT_MAX_RETRIES) -> "Sandbox":
+               max_retries: int = DEFAULT_MAX_RETRIES,
+               ca_file: Optional[str] = None) -> "Sandbox":
         """Create a sandbox from a template (a snapshot restore, not a boot).
 
         Args:
@@ -71,6 +72,10 @@ class Sandbox(SandboxHandle):
             request_timeout: client-side deadline of each socket operation in
                 seconds (None: no deadline); long calls extend it as needed.
             max_retries: extra attempts where a retry is safe.
+            ca_file: for an https URL, the PEM file of the CA certificates
+                that the daemon's certificate is checked against, used instead
+                of the system's store; default ``PANDASTACK_CA_FILE``, then the
+                system's store.
         Returns:
             the running Sandbox.
         Raises:
@@ -79,20 +84,21 @@ class Sandbox(SandboxHandle):
             SandboxError (``vm_start_failed``, ``template_stale``, ...),
             TimeoutError.
         """
-        t = Transport(api_key, api_url, request_timeout, max_retries)
+        t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
         return cls(t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata)), t)
 
     @classmethod
     def connect(cls, sandbox_id: str, *, api_key: Optional[str] = None,
                 api_url: Optional[str] = None,
                 request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-                max_retries: int = DEFAULT_MAX_RETRIES) -> "Sandbox":
+                max_retries: int = DEFAULT_MAX_RETRIES,
+                ca_file: Optional[str] = None) -> "Sandbox":
         """Attach to an existing sandbox of the key's team by id.
 
         Returns the Sandbox; raises NotFoundError when no such sandbox exists
         for this key. Connection arguments as for :meth:`create`."""
         call = _calls.connect_sandbox(sandbox_id)
-        t = Transport(api_key, api_url, request_timeout, max_retries)
+        t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
         return cls(t.call(call), t)
 
     @classmethod
@@ -100,7 +106,8 @@ class Sandbox(SandboxHandle):
              metadata: Optional[Mapping[str, str]] = None,
              api_key: Optional[str] = None, api_url: Optional[str] = None,
              request_timeout: Optional[float] = DEFAULT_TIMEOUT,
-             max_retries: int = DEFAULT_MAX_RETRIES) -> List[SandboxInfo]:
+             max_retries: int = DEFAULT_MAX_RETRIES,
+             ca_file: Optional[str] = None) -> List[SandboxInfo]:
         """The key's team's sandboxes, oldest first.
 
         Args:
@@ -110,7 +117,7 @@ class Sandbox(SandboxHandle):
         Returns:
             a list of SandboxInfo (use :meth:`connect` to act on one).
         """
-        t = Transport(api_key, api_url, request_timeout, max_retries)
+        t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
         return t.call(_calls.list_sandboxes(status, metadata))
 
     def get_info(self) -> SandboxInfo:
