@@ -1,9 +1,12 @@
 /**
- * Client configuration: the API key and base URL come from the options, else
- * from the environment (`PANDASTACK_API_KEY`, `PANDASTACK_API_URL`), else the
- * daemon's default address (docs/api.md: `http://127.0.0.1:8080`).
+ * Client configuration: the API key, base URL and CA file come from the
+ * options, else from the environment (`PANDASTACK_API_KEY`,
+ * `PANDASTACK_API_URL`, `PANDASTACK_CA_FILE`), else the daemon's default
+ * address (docs/api.md: `http://127.0.0.1:8080`) and Node's CA list.
  */
 
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { AuthenticationError, PandaStackError } from "./errors.js";
 
 /** The daemon's default listen address (docs/api.md, "Base URL"). */
@@ -26,7 +29,15 @@ export interface ConnectionOptions {
   requestTimeoutMs?: number;
   /** Retries where they are safe (idempotent calls, refused connections). Default 2; 0 turns them off. */
   maxRetries?: number;
-  /** A `fetch` to use instead of the global one (proxies, tests). */
+  /**
+   * For an https URL: the path of a PEM file of the CA certificates that the
+   * daemon's certificate is checked against, instead of Node's CA list (e.g.
+   * the certificate of a self-signed daemon). Read once, when the client is
+   * made. Default: `PANDASTACK_CA_FILE`, else Node's CA list (plus
+   * `NODE_EXTRA_CA_CERTS`). Cannot be combined with `fetch`.
+   */
+  caFile?: string;
+  /** A `fetch` to use instead of the global one (proxies, tests); it owns its TLS settings. */
   fetch?: typeof fetch;
 }
 
@@ -40,12 +51,50 @@ export interface ResolvedConfig {
   fetch: typeof fetch;
   /** True when the caller gave its own `fetch`: then every call goes through it. */
   customFetch: boolean;
+  /** The PEM text of the CA certificates trusted instead of Node's list, or null (https only). */
+  ca: string | null;
+}
+
+/** The largest CA file read, bytes. */
+const CA_FILE_CAP = 4 * 1024 * 1024;
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+/**
+ * Reads a PEM file of CA certificates. Throws PandaStackError ("invalid_config")
+ * when it cannot be read, is over 4 MiB, or holds no certificate or a broken one.
+ */
+function readCaFile(path: string): string {
+  const bad = (why: string, cause?: unknown) =>
+    new PandaStackError(`caFile ${JSON.stringify(path)} is not a readable PEM file of CA certificates: ${why}`, {
+      code: "invalid_config",
+      cause,
+    });
+  let pem: string;
+  try {
+    const raw = readFileSync(path);
+    if (raw.byteLength > CA_FILE_CAP) throw bad(`over ${CA_FILE_CAP} bytes`);
+    pem = raw.toString("latin1");
+  } catch (e) {
+    if (e instanceof PandaStackError) throw e;
+    throw bad((e as Error)?.message ?? String(e), e);
+  }
+  const certs = pem.match(PEM_CERTIFICATE) ?? [];
+  if (certs.length === 0) throw bad("no certificate in it");
+  for (const c of certs) {
+    try {
+      new X509Certificate(c);
+    } catch (e) {
+      throw bad((e as Error)?.message ?? String(e), e);
+    }
+  }
+  return certs.join("\n") + "\n";
 }
 
 /**
  * Resolves options against the environment. Throws AuthenticationError
  * ("missing_api_key") without a key, and PandaStackError ("invalid_config")
- * for a URL that is not http(s) or a negative number.
+ * for a URL that is not http(s), a negative number, a CA file that cannot be
+ * read, or `caFile` with `fetch`.
  */
 export function resolveConfig(opts: ConnectionOptions = {}): ResolvedConfig {
   const env = typeof process !== "undefined" ? process.env : {};
@@ -80,6 +129,13 @@ export function resolveConfig(opts: ConnectionOptions = {}): ResolvedConfig {
   if (typeof f !== "function") {
     throw new PandaStackError("no fetch: Node 18 or newer is needed", { code: "invalid_config" });
   }
+  if (opts.caFile !== undefined && opts.fetch !== undefined) {
+    throw new PandaStackError("caFile cannot be combined with a custom fetch: give that fetch the CA", {
+      code: "invalid_config",
+    });
+  }
+  // A custom fetch owns its TLS settings: the environment's CA file is not for it.
+  const caFile = opts.fetch !== undefined ? "" : (opts.caFile ?? env.PANDASTACK_CA_FILE ?? "");
   return {
     apiKey,
     apiUrl: url.href.replace(/\/+$/, ""),
@@ -87,5 +143,6 @@ export function resolveConfig(opts: ConnectionOptions = {}): ResolvedConfig {
     maxRetries,
     fetch: f,
     customFetch: opts.fetch !== undefined,
+    ca: caFile !== "" && url.protocol === "https:" ? readCaFile(caFile) : null,
   };
 }

@@ -3,7 +3,7 @@
  * (docs/api.md, "Files"): write/read in memory, upload/download streamed from
  * and to local files (any size: memory stays flat), and stat/list/mkdir/remove.
  * Guest paths are absolute; the daemon checks them. Large and streamed bodies
- * go with `Expect: 100-continue` (http.ts, expect_continue.ts).
+ * go with `Expect: 100-continue` (http.ts, node_fetch.ts).
  */
 
 import { createReadStream, createWriteStream } from "node:fs";

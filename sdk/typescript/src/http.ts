@@ -16,14 +16,18 @@
  *
  * Calls go through the Node runtime's `fetch` (Node 18+), except raw bodies
  * over 1 MiB and streamed bodies, which go through `node:http` with
- * `Expect: 100-continue` (expect_continue.ts) so that an answer the daemon
- * gives before reading the body (413, 409, 404) reaches the caller. No runtime
- * dependency.
+ * `Expect: 100-continue` (node_fetch.ts) so that an answer the daemon gives
+ * before reading the body (413, 409, 404) reaches the caller, and every call
+ * of a client given its own CA certificates (`caFile`), which goes through
+ * `node:https` with a keep-alive agent that holds them (Node's `fetch` takes
+ * no CA per call). A TLS handshake that failed (an untrusted certificate, a
+ * server that does not speak TLS) is never retried. No runtime dependency.
  */
 
+import https from "node:https";
 import { ConnectionError, PandaStackError, TimeoutError, apiError } from "./errors.js";
 import type { ResolvedConfig } from "./config.js";
-import { continueFetch } from "./expect_continue.js";
+import { nodeFetch } from "./node_fetch.js";
 import { SDK_VERSION } from "./version.js";
 
 /** HTTP methods the API uses. */
@@ -35,6 +39,8 @@ const ERROR_BODY_CAP = 64 * 1024;
 const EXPECT_CONTINUE_OVER = 1024 * 1024;
 /** The largest JSON answer accepted, bytes (a listing of 10000 sandboxes, rich results). */
 export const JSON_BODY_CAP = 256 * 1024 * 1024;
+/** How long an idle kept-alive connection of a `caFile` client stays open, ms (as Node's fetch). */
+const IDLE_CONNECTION_MS = 4000;
 
 /** One API call. */
 export interface HttpRequest {
@@ -142,19 +148,41 @@ const NOT_SENT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 
-/** The system error code under a fetch failure (`TypeError("fetch failed", {cause})`). */
-function networkCode(err: unknown): string {
+/**
+ * Certificate checks that failed (OpenSSL's verify codes as Node names them).
+ * These, `ERR_SSL_*` and `EPROTO` (a server that does not speak TLS) end a
+ * handshake, which is never retried: it would fail the same way.
+ */
+const CERT_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_REVOKED",
+  "INVALID_CA",
+  "HOSTNAME_MISMATCH",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** The system error under a fetch failure (`TypeError("fetch failed", {cause})`): its code and message. */
+function networkError(err: unknown): { code: string; message: string } {
   let e: unknown = err;
   for (let depth = 0; depth < 4 && e; depth++) {
-    const o = e as { code?: unknown; errors?: unknown; cause?: unknown };
-    if (typeof o.code === "string") return o.code;
+    const o = e as { code?: unknown; errors?: unknown; cause?: unknown; message?: unknown };
+    if (typeof o.code === "string") return { code: o.code, message: String(o.message ?? "") };
     if (Array.isArray(o.errors) && o.errors.length > 0) {
-      const first = o.errors[0] as { code?: unknown };
-      if (typeof first?.code === "string") return first.code;
+      const first = o.errors[0] as { code?: unknown; message?: unknown };
+      if (typeof first?.code === "string") return { code: first.code, message: String(first.message ?? "") };
     }
     e = o.cause;
   }
-  return "";
+  return { code: "", message: "" };
 }
 
 function isIdempotent(method: Method): boolean {
@@ -288,7 +316,13 @@ function watched(
 
 /** Sends API calls for one configuration. Safe to share between concurrent calls. */
 export class HttpClient {
-  constructor(readonly config: ResolvedConfig) {}
+  /** The keep-alive agent holding the configured CA certificates; undefined without `caFile`. */
+  private readonly agent: https.Agent | undefined;
+
+  constructor(readonly config: ResolvedConfig) {
+    this.agent =
+      config.ca === null ? undefined : new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, ca: config.ca });
+  }
 
   /** The full URL of a call. */
   url(path: string, query?: Array<[string, string]>): string {
@@ -345,7 +379,7 @@ export class HttpClient {
   private mapAbort(e: unknown, wd: Watchdog): unknown {
     if (wd.controller.signal.aborted) return wd.abortError();
     if (e instanceof PandaStackError) return e;
-    const code = networkCode(e);
+    const { code } = networkError(e);
     return new ConnectionError(`the connection to the API broke: ${code || String(e)}`, {
       code: "connection_failed",
       cause: e,
@@ -394,13 +428,17 @@ export class HttpClient {
           !this.config.customFetch &&
           (typeof req.body === "function" ||
             (req.body instanceof Uint8Array && req.body.byteLength > EXPECT_CONTINUE_OVER));
-        if (viaContinue && rawBody !== undefined) {
-          if (req.body instanceof Uint8Array) headers["content-length"] = String(req.body.byteLength);
-          res = await continueFetch(url, {
+        if (viaContinue || this.agent !== undefined) {
+          const body = typeof init.body === "string" ? Buffer.from(init.body) : rawBody;
+          if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
+          else if (body === undefined && (req.method === "POST" || req.method === "PUT")) headers["content-length"] = "0";
+          res = await nodeFetch(url, {
             method: req.method,
             headers,
-            body: rawBody,
+            body,
             signal: wd.controller.signal,
+            expectContinue: viaContinue,
+            agent: this.agent,
           });
         } else {
           res = await this.config.fetch(url, init);
@@ -408,17 +446,24 @@ export class HttpClient {
       } catch (err) {
         wd.stop();
         if (wd.controller.signal.aborted) throw wd.abortError();
-        const code = networkCode(err);
+        const { code, message } = networkError(err);
         const notSent = NOT_SENT_CODES.has(code);
         const replayable = !req.oneShotBody;
-        if (replayable && (notSent || isIdempotent(req.method)) && attempt < this.config.maxRetries) {
+        const handshake = CERT_CODES.has(code) || code.startsWith("ERR_SSL_") || code === "EPROTO";
+        if (!handshake && replayable && (notSent || isIdempotent(req.method)) && attempt < this.config.maxRetries) {
           await sleep(backoffMs(attempt), req.signal);
           continue;
         }
-        throw new ConnectionError(
-          `cannot reach the API at ${this.config.apiUrl}: ${code || (err as Error)?.message || String(err)}`,
-          { code: "connection_failed", cause: err },
-        );
+        const why = CERT_CODES.has(code)
+          ? `the server's TLS certificate is not trusted (${code}: ${message}): ` +
+            "pass { caFile } or set PANDASTACK_CA_FILE to the PEM file of its CA"
+          : handshake
+            ? `TLS handshake failed (${code}: ${message})`
+            : code || (err as Error)?.message || String(err);
+        throw new ConnectionError(`cannot reach the API at ${this.config.apiUrl}: ${why}`, {
+          code: "connection_failed",
+          cause: err,
+        });
       }
       if (res.ok || (res.status === 404 && attempt > 0 && req.goneOnRetryOk)) return { res, wd };
 

@@ -2,17 +2,20 @@
 // on 127.0.0.1 (a free port) that records every request and answers through a
 // handler the test gives. Nothing here talks to a real daemon.
 import http from "node:http";
+import https from "node:https";
 
 /**
  * Starts a fake API. `handler(req, res, rec)` answers; `rec` is the recorded
  * request ({method, path, query, headers, body: Buffer}) with the body already
  * read, unless `opts.readBody` is false (then `rec.body` is null and the handler
- * owns the request stream). Returns {url, requests, close()}.
+ * owns the request stream). With `opts.tls` ({cert, key}: PEM) it serves
+ * HTTPS at https://localhost:PORT. Returns {url, port, requests, server,
+ * connections (how many were accepted), close()}.
  */
 export async function startFake(handler, opts = {}) {
   const readBody = opts.readBody ?? true;
   const requests = [];
-  const server = http.createServer(async (req, res) => {
+  const listener = async (req, res) => {
     const u = new URL(req.url, "http://fake");
     const rec = {
       method: req.method,
@@ -37,19 +40,20 @@ export async function startFake(handler, opts = {}) {
         res.destroy();
       }
     }
-  });
+  };
+  const server = opts.tls ? https.createServer(opts.tls, listener) : http.createServer(listener);
+  const fake = { port: 0, url: "", requests, server, connections: 0 };
+  server.on("connection", () => fake.connections++);
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address();
-  return {
-    url: `http://127.0.0.1:${port}`,
+  return Object.assign(fake, {
+    url: opts.tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`,
     port,
-    requests,
-    server,
     close() {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
     },
-  };
+  });
 }
 
 /** Answers JSON with a status. */

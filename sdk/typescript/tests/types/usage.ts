@@ -48,7 +48,8 @@ export async function documents(): Promise<void> {
   const info: SandboxInfo = await sandbox.setTtl(7200);
   const all: SandboxInfo[] = await Sandbox.list({ status: "running", metadata: { user: "alice" } });
   const again: Sandbox = await Sandbox.connect(info.id);
-  void all; void again;
+  const overTls: Sandbox = await Sandbox.connect(info.id, { apiUrl: "https://h:8443", caFile: "/etc/pandastack/ca.pem" });
+  void all; void again; void overTls;
   try {
     await sandbox.exec("exit 3", { check: true });
   } catch (x) {

@@ -1,32 +1,43 @@
 /**
- * Sends a request with a large or streamed body over `node:http` with
- * `Expect: 100-continue` (RFC 9110, section 10.1.1), and answers a standard
- * `Response`, like `fetch`.
+ * Sends one request over `node:http` / `node:https` and answers a standard
+ * `Response`, like `fetch`. The SDK uses it where the runtime's `fetch` cannot
+ * do the job:
  *
- * Why not `fetch`: the daemon refuses some uploads before reading their body
- * (413 body_too_large from the announced Content-Length, 409 is_a_directory,
- * 404, 401) and then stops reading. Node's `fetch` (undici) rejects the
- * `Expect` header and, when the server answers early, fails with EPIPE instead
- * of returning the answer. With `Expect: 100-continue` the body is sent only
- * after the daemon's `100 Continue` (or after 1 s, for a server that ignores
- * Expect), and an early final answer is returned as it is, body unsent.
- *
- * Each call uses its own connection (no keep-alive), closed after the answer.
+ * - Large or streamed bodies go with `Expect: 100-continue` (RFC 9110,
+ *   section 10.1.1). The daemon refuses some uploads before reading their
+ *   body (413 body_too_large from the announced Content-Length, 409
+ *   is_a_directory, 404, 401) and then stops reading. Node's `fetch` (undici)
+ *   rejects the `Expect` header and, when the server answers early, fails with
+ *   EPIPE instead of returning the answer. With `Expect: 100-continue` the body
+ *   is sent only after the daemon's `100 Continue` (or after 1 s, for a server
+ *   that ignores Expect), and an early final answer is returned as it is, body
+ *   unsent; the connection is closed after that answer.
+ * - Every call of a client given its own CA certificates (`caFile`): Node's
+ *   `fetch` takes no CA per call, an `https.Agent` does.
  */
 
 import http from "node:http";
 import https from "node:https";
 import { Readable } from "node:stream";
 
-/** What `continueFetch` needs: a subset of fetch's RequestInit. */
-export interface ContinueRequest {
+/** What `nodeFetch` needs: a subset of fetch's RequestInit. */
+export interface NodeRequest {
   method: string;
   /** Header names in lower case. */
   headers: Record<string, string>;
-  /** The body: bytes, or a stream read as the socket drains (backpressure kept). */
-  body: Uint8Array | ReadableStream<Uint8Array>;
+  /** The body, if any: bytes, or a stream read as the socket drains (backpressure kept). */
+  body?: Uint8Array | ReadableStream<Uint8Array> | undefined;
   /** Aborting destroys the request and its answer; the promise rejects with the signal's reason. */
   signal: AbortSignal;
+  /** Send the body only after `100 Continue` (or a 1 s wait), and close the connection after the answer. */
+  expectContinue: boolean;
+  /**
+   * The agent of the connection: one that keeps connections alive and holds the
+   * TLS settings (CA certificates), or undefined for a connection of this call
+   * alone with Node's default TLS settings. With `expectContinue` the
+   * connection is closed after the answer either way.
+   */
+  agent?: http.Agent | undefined;
 }
 
 /** How long to wait for `100 Continue` before sending the body anyway, ms (curl waits 1 s too). */
@@ -35,10 +46,11 @@ const CONTINUE_WAIT_MS = 1000;
 /**
  * Sends `req` to `url` and resolves to the answer (any status) once its
  * headers arrive; the body of the answer streams from the socket. Rejects with
- * the socket's error (with its `code`, e.g. ECONNREFUSED) if no answer came,
- * or with the signal's reason when aborted. The caller owns the answer's body.
+ * the socket's error (with its `code`, e.g. ECONNREFUSED or
+ * DEPTH_ZERO_SELF_SIGNED_CERT) if no answer came, or with the signal's reason
+ * when aborted. The caller owns the answer's body.
  */
-export function continueFetch(url: string, req: ContinueRequest): Promise<Response> {
+export function nodeFetch(url: string, req: NodeRequest): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     if (req.signal.aborted) {
       reject(req.signal.reason);
@@ -57,8 +69,8 @@ export function continueFetch(url: string, req: ContinueRequest): Promise<Respon
 
     const out = mod.request(target, {
       method: req.method,
-      headers: { ...req.headers, expect: "100-continue" },
-      agent: false,
+      headers: req.expectContinue ? { ...req.headers, expect: "100-continue" } : req.headers,
+      agent: req.agent ?? false,
     });
     const onAbort = () => out.destroy(req.signal.reason instanceof Error ? req.signal.reason : new Error("aborted"));
     req.signal.addEventListener("abort", onAbort, { once: true });
@@ -70,7 +82,7 @@ export function continueFetch(url: string, req: ContinueRequest): Promise<Respon
       bodyStarted = true;
       clearTimeout(waitTimer);
       try {
-        if (req.body instanceof Uint8Array) {
+        if (req.body === undefined || req.body instanceof Uint8Array) {
           out.end(req.body);
           return;
         }
@@ -103,8 +115,8 @@ export function continueFetch(url: string, req: ContinueRequest): Promise<Respon
         out.destroy(e instanceof Error ? e : new Error(String(e)));
       }
     };
-    const waitTimer = setTimeout(() => void sendBody(), CONTINUE_WAIT_MS);
-    out.on("continue", () => void sendBody());
+    const waitTimer = req.expectContinue ? setTimeout(() => void sendBody(), CONTINUE_WAIT_MS) : undefined;
+    if (req.expectContinue) out.on("continue", () => void sendBody());
 
     out.on("response", (res) => {
       answered = true;
@@ -119,14 +131,17 @@ export function continueFetch(url: string, req: ContinueRequest): Promise<Respon
         if (Array.isArray(v)) for (const x of v) headers.append(k, x);
         else if (v !== undefined) headers.set(k, v);
       }
-      // The request may be unfinished (an early answer): close the connection once the answer is read.
-      res.on("end", () => out.destroy());
-      res.on("error", () => out.destroy());
+      if (req.expectContinue) {
+        // The request may be unfinished (an early answer): close the connection once the answer is read.
+        res.on("end", () => out.destroy());
+        res.on("error", () => out.destroy());
+      }
       const status = res.statusCode ?? 500;
       const body = status === 204 || status === 304 ? null : (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>);
       if (body === null) res.resume();
       resolve(new Response(body, { status: status >= 200 && status <= 599 ? status : 500, statusText: res.statusMessage ?? "", headers }));
     });
-    out.flushHeaders();
+    if (req.expectContinue) out.flushHeaders();
+    else void sendBody();
   });
 }
