@@ -1,8 +1,8 @@
 /*
- * api.h - the REST API's route handlers (one file per resource:
- * api_system.c, api_keys.c, api_sandboxes.c, api_exec.c, api_exec_stream.c,
- * api_fs.c, api_fs_transfer.c, api_templates.c) and the helpers they share
- * (api_common.c).  docs/api.md describes every route, field and error.
+ * api.h - the REST API's route handlers, one api_<resource>.c file per
+ * resource (each group of declarations below names the file that defines
+ * it), and the helpers they share (api_common.c).  docs/api.md describes
+ * every route, field and error.
  *
  * Handlers run on their request's connection thread, may block, and answer
  * exactly once with http_reply_* (see route.h for when each is called).

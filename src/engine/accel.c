@@ -2,8 +2,9 @@
  * accel.c - choose KVM or TCG (see accel.h).
  *
  * KVM is used only when it is hardware-backed: the host CPU shows vmx or
- * svm, /dev/kvm opens, the provider is not kvm_pvm (which only runs PVM
- * guest kernels and emulates everything else, see notes/engine-facts.md),
+ * svm, /dev/kvm opens, the provider is not kvm_pvm (it runs only guest
+ * kernels built for PVM: a stock Debian kernel under it is instruction-
+ * emulated: over a minute in the decompressor, then an emulation failure),
  * and a probe guest runs a 20-million-iteration loop and exits through
  * isa-debug-exit within ACCEL_PROBE_MS (hardware does it in milliseconds,
  * instruction emulation does not finish).

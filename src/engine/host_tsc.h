@@ -4,8 +4,8 @@
  * Under TCG the guest's TSC ticks at the host's rate.  A guest kernel
  * calibrates it against the PIT at boot, and on a busy host that
  * calibration fails ("tsc: Unable to calibrate against PIT ... Marking TSC
- * unstable") and the boot hangs with no output: the "1 in 5 TCG microvm
- * boots hang" of notes/engine-facts.md, far more often under load.  The
+ * unstable") and the boot hangs with no output: about 1 in 5 TCG microvm
+ * cold boots on an idle host, far more often under load.  The
  * bake passes the measured rate as tsc_early_khz= so the guest skips that
  * calibration.  x86-64 only (rdtsc).  Any thread.
  */

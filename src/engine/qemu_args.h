@@ -4,7 +4,7 @@
  * template, since the migration stream only fits the same machine) and the
  * per-instance arguments (paths, sockets, memory sharing, -incoming).
  *
- * Shape (spec: DESIGN.md "The engine", notes/engine-facts.md):
+ * Shape (docs/engine.md "Command line" explains the choices):
  *   machine:  -M microvm,x-option-roms=off,memory-backend=mem -m N[M] -smp N
  *             -accel tcg,tb-size=N | -accel kvm  -cpu ...  -nodefaults
  *             -no-user-config -no-reboot -display none, the -device list
