@@ -68,62 +68,6 @@ static const char *const migrations[] = {
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
-sqlite3_stmt *store__prepare(struct store *s, const char *sql, const char *where)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		store__fail(s, rc, where);
-		return NULL;
-	}
-	return st;
-}
-
-int store__fail(struct store *s, int rc, const char *where)
-{
-	char q[300];
-	log_kv(LOG_ERROR, "store.error", "where=%s rc=%d msg=%s", where, rc,
-	       log_quote(sqlite3_errmsg(s->db), q, sizeof(q)));
-	if ((rc & 0xff) == SQLITE_CONSTRAINT)
-		return -EEXIST;
-	if ((rc & 0xff) == SQLITE_NOMEM)
-		return -ENOMEM;
-	return -EIO;
-}
-
-int store__copy_text(sqlite3_stmt *st, int col, char *out, size_t outlen)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	size_t n = (size_t)sqlite3_column_bytes(st, col);
-	if (!t) {
-		out[0] = '\0';
-		return 0;
-	}
-	if (n >= outlen)
-		return -EIO;
-	memcpy(out, t, n);
-	out[n] = '\0';
-	return 0;
-}
-
-int store__dup_text(sqlite3_stmt *st, int col, size_t cap, const char *dflt, char **out)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	size_t n = (size_t)sqlite3_column_bytes(st, col);
-	const char *src = t ? (const char *)t : dflt;
-	if (!t)
-		n = strlen(dflt);
-	if (n > cap)
-		return -EIO;
-	char *c = malloc(n + 1);
-	if (!c)
-		return -ENOMEM;
-	memcpy(c, src, n);
-	c[n] = '\0';
-	*out = c;
-	return 0;
-}
-
 static int exec_sql(struct store *s, const char *sql, const char *where)
 {
 	char *msg = NULL;
@@ -140,14 +84,10 @@ static int exec_sql(struct store *s, const char *sql, const char *where)
 
 static int read_version(struct store *s, int *v)
 {
-	sqlite3_stmt *st = store__prepare(s, "PRAGMA user_version", "user_version");
-	if (!st)
-		return -EIO;
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 0 : -EIO;
+	int64_t n = 0;
+	int r = store__int64(s, "user_version", "PRAGMA user_version", STORE_NO_ARGS, &n);
+	*v = (int)n;
+	return r;
 }
 
 static int migrate(struct store *s, char *err, size_t errlen)
