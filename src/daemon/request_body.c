@@ -87,12 +87,19 @@ static const char *unknown_key(json_t *obj, const char *const *allowed)
 	return NULL;
 }
 
-static int check_unknown(json_t *obj, const char *const *allowed, struct body_error *err)
+/* Load buf as a JSON object whose keys are all in fields (a NULL-terminated
+ * list).  Returns the root (new reference) or NULL with err filled. */
+static json_t *open_body(const char *buf, size_t len, const char *const *fields,
+			 struct body_error *err)
 {
-	const char *k = unknown_key(obj, allowed);
-	if (k)
-		return fail(err, API_ERR_UNKNOWN_FIELD, "unknown field '%.64s'", k);
-	return 0;
+	json_t *root = load_object(buf, len, err);
+	const char *k = root ? unknown_key(root, fields) : NULL;
+	if (k) {
+		fail(err, API_ERR_UNKNOWN_FIELD, "unknown field '%.64s'", k);
+		json_decref(root);
+		return NULL;
+	}
+	return root;
 }
 
 int body_check_name(const char *s)
@@ -189,13 +196,21 @@ static int env_name_ok(const char *k)
 	return 1;
 }
 
-/* "env": {NAME: "value"}; *out is borrowed from obj, NULL when absent. */
+/* A new reference to v, or a new empty object when v is NULL; -EINVAL
+ * ("out of memory") when there is no memory for it. */
+static int ref_or_empty(json_t *v, json_t **out, struct body_error *err)
+{
+	*out = v ? json_incref(v) : json_object();
+	return *out ? 0 : fail(err, API_ERR_INVALID_JSON, "out of memory");
+}
+
+/* "env": {NAME: "value"}; *out is a new reference, {} when absent. */
 static int get_env(json_t *obj, json_t **out, struct body_error *err)
 {
 	json_t *v = json_object_get(obj, "env");
 	*out = NULL;
 	if (!v)
-		return 0;
+		return ref_or_empty(NULL, out, err);
 	if (!json_is_object(v))
 		return fail(err, API_ERR_INVALID_FIELD, "field 'env' must be an object of strings");
 	if (json_object_size(v) > BODY_ENV_MAX_VARS)
@@ -221,8 +236,7 @@ static int get_env(json_t *obj, json_t **out, struct body_error *err)
 				    "field 'env' is larger than %d bytes",
 				    BODY_ENV_MAX_BYTES);
 	}
-	*out = v;
-	return 0;
+	return ref_or_empty(v, out, err);
 }
 
 static int meta_key_ok(const char *k)
@@ -240,12 +254,13 @@ static int meta_key_ok(const char *k)
 	return 1;
 }
 
+/* "metadata": {key: "value"}; *out is a new reference, {} when absent. */
 static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 {
 	json_t *v = json_object_get(obj, "metadata");
 	*out = NULL;
 	if (!v)
-		return 0;
+		return ref_or_empty(NULL, out, err);
 	if (!json_is_object(v))
 		return fail(err, API_ERR_INVALID_FIELD,
 			    "field 'metadata' must be an object of strings");
@@ -269,15 +284,17 @@ static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 				    "metadata value of '%.64s' must be printable and at most %d bytes",
 				    k, BODY_META_VALUE_MAX);
 	}
-	*out = v;
-	return 0;
+	return ref_or_empty(v, out, err);
 }
 
-/* A new reference to v, or a new empty object when v is NULL.  NULL only
- * when out of memory. */
-static json_t *ref_or_empty(json_t *v)
+/* "cwd": an absolute guest path; *out NULL when absent. */
+static int get_cwd(json_t *obj, const char **out, struct body_error *err)
 {
-	return v ? json_incref(v) : json_object();
+	int r = get_string(obj, "cwd", BODY_PATH_MAX, 0, out, NULL, err);
+	if (!r && *out && body_check_path(*out, err) < 0)
+		r = fail(err, API_ERR_INVALID_FIELD,
+			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
+	return r;
 }
 
 /* "timeout_seconds": a number of seconds, 0 (no limit) to the configured
@@ -307,38 +324,23 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 {
 	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	const char *tpl;
-	json_t *env, *meta, *ttl;
-	if (check_unknown(root, fields, err) < 0 ||
-	    get_string(root, "template", BODY_NAME_MAX, 1, &tpl, NULL, err) < 0)
-		goto bad;
-	if (body_check_name(tpl) < 0) {
-		fail(err, API_ERR_INVALID_FIELD,
-		     "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
-		goto bad;
-	}
-	ttl = json_object_get(root, "ttl_seconds");
-	if (ttl && check_ttl(ttl, lim, &out->ttl_seconds, err) < 0)
-		goto bad;
-	if (get_env(root, &env, err) < 0 || get_metadata(root, &meta, err) < 0)
-		goto bad;
-	out->env = ref_or_empty(env);
-	out->metadata = ref_or_empty(meta);
-	out->root = root;
-	out->template_name = tpl;
-	if (!out->env || !out->metadata) {
-		fail(err, API_ERR_INVALID_JSON, "out of memory");
+	int r = get_string(root, "template", BODY_NAME_MAX, 1, &out->template_name, NULL, err);
+	if (!r && body_check_name(out->template_name) < 0)
+		r = fail(err, API_ERR_INVALID_FIELD,
+			 "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
+	json_t *ttl = json_object_get(root, "ttl_seconds");
+	if (!r && ttl)
+		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
+	if (!r)
+		r = get_env(root, &out->env, err);
+	if (!r)
+		r = get_metadata(root, &out->metadata, err);
+	if (r)
 		create_sandbox_body_clear(out);
-		return -EINVAL;
-	}
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	return r;
 }
 
 void create_sandbox_body_clear(struct create_sandbox_body *b)
@@ -354,15 +356,12 @@ int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 {
 	static const char *const fields[] = {"ttl_seconds", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	int r = check_unknown(root, fields, err);
 	json_t *ttl = json_object_get(root, "ttl_seconds");
-	if (!r && !ttl)
-		r = fail(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
-	if (!r)
-		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
+	int r = ttl ? check_ttl(ttl, lim, &out->ttl_seconds, err)
+		    : fail(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
 	json_decref(root);
 	return r;
 }
@@ -373,45 +372,25 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	static const char *const fields[] = {"cmd", "timeout_seconds", "env", "cwd", "stdin",
 					     NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	size_t cmdlen;
-	json_t *env;
-	if (check_unknown(root, fields, err) < 0 ||
-	    get_string(root, "cmd", BODY_CMD_MAX, 1, &out->cmd, &cmdlen, err) < 0)
-		goto bad;
-	if (cmdlen == 0) {
-		fail(err, API_ERR_INVALID_FIELD, "field 'cmd' must not be empty");
-		goto bad;
-	}
-	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)
-		goto bad;
-	if (get_env(root, &env, err) < 0)
-		goto bad;
-	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
-		goto bad;
-	if (out->cwd && body_check_path(out->cwd, err) < 0) {
-		err->code = API_ERR_INVALID_FIELD;
-		snprintf(err->message, sizeof(err->message),
-			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
-		goto bad;
-	}
-	if (get_string(root, "stdin", BODY_STDIN_MAX, 0, &out->stdin_data, &out->stdin_len,
-		       err) < 0)
-		goto bad;
-	out->env = ref_or_empty(env);
-	out->root = root;
-	if (!out->env) {
-		fail(err, API_ERR_INVALID_JSON, "out of memory");
+	size_t cmdlen = 0;
+	int r = get_string(root, "cmd", BODY_CMD_MAX, 1, &out->cmd, &cmdlen, err);
+	if (!r && cmdlen == 0)
+		r = fail(err, API_ERR_INVALID_FIELD, "field 'cmd' must not be empty");
+	if (!r)
+		r = get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err);
+	if (!r)
+		r = get_env(root, &out->env, err);
+	if (!r)
+		r = get_cwd(root, &out->cwd, err);
+	if (!r)
+		r = get_string(root, "stdin", BODY_STDIN_MAX, 0, &out->stdin_data, &out->stdin_len,
+			       err);
+	if (r)
 		exec_body_clear(out);
-		return -EINVAL;
-	}
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	return r;
 }
 
 void exec_body_clear(struct exec_body *b)
@@ -425,32 +404,22 @@ int body_parse_key(const char *buf, size_t len, struct key_body *out, struct bod
 {
 	static const char *const fields[] = {"name", "team", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	size_t n;
-	if (check_unknown(root, fields, err) < 0 ||
-	    get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err) < 0)
-		goto bad;
-	if (n == 0 || !printable(out->name, n)) {
-		fail(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
-		     BODY_NAME_MAX);
-		goto bad;
-	}
-	if (get_string(root, "team", BODY_NAME_MAX, 0, &out->team, NULL, err) < 0)
-		goto bad;
-	if (out->team && body_check_name(out->team) < 0) {
-		fail(err, API_ERR_INVALID_FIELD,
-		     "field 'team' must be 1-%d characters of [a-z0-9._-]",
-		     BODY_NAME_MAX);
-		goto bad;
-	}
-	out->root = root;
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	size_t n = 0;
+	int r = get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err);
+	if (!r && (n == 0 || !printable(out->name, n)))
+		r = fail(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
+			 BODY_NAME_MAX);
+	if (!r)
+		r = get_string(root, "team", BODY_NAME_MAX, 0, &out->team, NULL, err);
+	if (!r && out->team && body_check_name(out->team) < 0)
+		r = fail(err, API_ERR_INVALID_FIELD,
+			 "field 'team' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
+	if (r)
+		key_body_clear(out);
+	return r;
 }
 
 void key_body_clear(struct key_body *b)
@@ -463,20 +432,17 @@ int body_parse_mkdir(const char *buf, size_t len, struct mkdir_body *out, struct
 {
 	static const char *const fields[] = {"path", "parents", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	if (check_unknown(root, fields, err) < 0 ||
-	    get_string(root, "path", BODY_PATH_MAX, 1, &out->path, NULL, err) < 0 ||
-	    body_check_path(out->path, err) < 0 ||
-	    get_bool(root, "parents", 1, &out->parents, err) < 0)
-		goto bad;
-	out->root = root;
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	int r = get_string(root, "path", BODY_PATH_MAX, 1, &out->path, NULL, err);
+	if (!r)
+		r = body_check_path(out->path, err);
+	if (!r)
+		r = get_bool(root, "parents", 1, &out->parents, err);
+	if (r)
+		mkdir_body_clear(out);
+	return r;
 }
 
 void mkdir_body_clear(struct mkdir_body *b)
@@ -491,12 +457,10 @@ int body_parse_build(const char *buf, size_t len, struct build_body *out, struct
 	memset(out, 0, sizeof(*out));
 	if (len == 0)
 		return 0;
-	json_t *root = load_object(buf, len, err);
+	json_t *root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	int r = check_unknown(root, fields, err);
-	if (!r)
-		r = get_bool(root, "force", 0, &out->force, err);
+	int r = get_bool(root, "force", 0, &out->force, err);
 	json_decref(root);
 	if (r)
 		memset(out, 0, sizeof(*out));
@@ -508,12 +472,9 @@ int body_parse_empty(const char *buf, size_t len, struct body_error *err)
 	static const char *const fields[] = {NULL};
 	if (len == 0)
 		return 0;
-	json_t *root = load_object(buf, len, err);
-	if (!root)
-		return -EINVAL;
-	int r = check_unknown(root, fields, err);
+	json_t *root = open_body(buf, len, fields, err);
 	json_decref(root);
-	return r;
+	return root ? 0 : -EINVAL;
 }
 
 int body_check_path(const char *path, struct body_error *err)
@@ -556,40 +517,20 @@ int body_parse_context(const char *buf, size_t len, struct context_body *out,
 {
 	static const char *const fields[] = {"language", "cwd", "env", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	const char *lang;
-	json_t *env;
-	if (check_unknown(root, fields, err) < 0 ||
-	    get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0)
-		goto bad;
-	if (lang && strcmp(lang, "python") != 0) {
-		fail(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
-		goto bad;
-	}
-	if (get_string(root, "cwd", BODY_PATH_MAX, 0, &out->cwd, NULL, err) < 0)
-		goto bad;
-	if (out->cwd && body_check_path(out->cwd, err) < 0) {
-		err->code = API_ERR_INVALID_FIELD;
-		snprintf(err->message, sizeof(err->message),
-			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
-		goto bad;
-	}
-	if (get_env(root, &env, err) < 0)
-		goto bad;
-	out->env = ref_or_empty(env);
-	out->root = root;
-	if (!out->env) {
-		fail(err, API_ERR_INVALID_JSON, "out of memory");
+	const char *lang = NULL;
+	int r = get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err);
+	if (!r && lang && strcmp(lang, "python") != 0)
+		r = fail(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
+	if (!r)
+		r = get_cwd(root, &out->cwd, err);
+	if (!r)
+		r = get_env(root, &out->env, err);
+	if (r)
 		context_body_clear(out);
-		return -EINVAL;
-	}
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	return r;
 }
 
 void context_body_clear(struct context_body *b)
@@ -605,34 +546,25 @@ int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, 
 	static const char *const ctx_fields[] = {"code", "timeout_seconds", NULL};
 	static const char *const shot_fields[] = {"code", "language", "timeout_seconds", NULL};
 	memset(out, 0, sizeof(*out));
-	json_t *root = load_object(buf, len, err);
+	json_t *root = out->root = open_body(buf, len, one_shot ? shot_fields : ctx_fields, err);
 	if (!root)
 		return -EINVAL;
 	const char *lang = NULL;
-	if (check_unknown(root, one_shot ? shot_fields : ctx_fields, err) < 0 ||
-	    (one_shot && get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) < 0))
-		goto bad;
-	if (lang && strcmp(lang, "python") != 0 && strcmp(lang, "shell") != 0) {
-		fail(err, API_ERR_INVALID_FIELD,
-		     "field 'language' must be \"python\" or \"shell\"");
-		goto bad;
-	}
+	int r = one_shot ? get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) : 0;
+	if (!r && lang && strcmp(lang, "python") != 0 && strcmp(lang, "shell") != 0)
+		r = fail(err, API_ERR_INVALID_FIELD,
+			 "field 'language' must be \"python\" or \"shell\"");
 	out->shell = lang && !strcmp(lang, "shell");
-	size_t max = out->shell ? BODY_CMD_MAX : BODY_CODE_MAX;
-	if (get_string(root, "code", max, 1, &out->code, &out->code_len, err) < 0)
-		goto bad;
-	if (out->shell && out->code_len == 0) {
-		fail(err, API_ERR_INVALID_FIELD, "field 'code' must not be empty");
-		goto bad;
-	}
-	if (get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err) < 0)
-		goto bad;
-	out->root = root;
-	return 0;
-bad:
-	json_decref(root);
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
+	if (!r)
+		r = get_string(root, "code", out->shell ? BODY_CMD_MAX : BODY_CODE_MAX, 1,
+			       &out->code, &out->code_len, err);
+	if (!r && out->shell && out->code_len == 0)
+		r = fail(err, API_ERR_INVALID_FIELD, "field 'code' must not be empty");
+	if (!r)
+		r = get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err);
+	if (r)
+		code_body_clear(out);
+	return r;
 }
 
 void code_body_clear(struct code_body *b)
