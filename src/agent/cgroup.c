@@ -32,12 +32,24 @@ static unsigned nlinger;
 #define EXECS_PIDS_SHARE_PCT 75
 /* Lingering groups are checked for a hit pids limit at most this often. */
 #define PIDS_CHECK_MS 250
+/* Tasks a group may add to those it holds when its exec ends (its pids.max
+ * is lowered to their sum): room for a background job's workers and
+ * threads, while a fork bomb whose first shell exited runs into it within
+ * seconds even where forks are slow (a guest under TCG forks a few dozen
+ * times a second, so a limit in the thousands took it a minute). */
+#define LINGER_PIDS_SLACK 256
 
 /* pids.max given to each exec group: EXEC_PIDS_MAX, or half the folder's
  * limit when that is lower: a bomb then hits its own group's limit (where
  * pids.events counts it on every kernel) and leaves the other half to the
  * other execs (a shell that cannot fork cannot even run `echo alive; cat`). */
 static long long exec_pids_max;
+
+/* The pids.max cgroup_exec_new gives each group. */
+static long long group_pids_max(void)
+{
+	return exec_pids_max ? exec_pids_max : EXEC_PIDS_MAX;
+}
 
 /* Write a short string to dir/file.  0 or -errno. */
 static int write_attr(const char *dir, const char *file, const char *val)
@@ -123,7 +135,7 @@ int cgroup_exec_new(const char *dir, uint64_t seq, struct exec_cgroup *cg)
 	if (mkdir(cg->path, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	char v[32];
-	snprintf(v, sizeof(v), "%lld", exec_pids_max ? exec_pids_max : EXEC_PIDS_MAX);
+	snprintf(v, sizeof(v), "%lld", group_pids_max());
 	write_attr(cg->path, "pids.max", v); /* best effort: no pids controller */
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/cgroup.procs", cg->path);
@@ -183,6 +195,22 @@ static void kill_if_runaway(const char *path)
 		write_attr(path, "cgroup.kill", "1");
 }
 
+/* Lower the pids.max of a group whose exec ended to the tasks it holds
+ * plus LINGER_PIDS_SLACK (never above its own).  Best effort: without the
+ * pids controller there is no pids.current. */
+static void limit_lingering(const char *path)
+{
+	char p[PATH_MAX + 32], b[32];
+	snprintf(p, sizeof(p), "%s/pids.current", path);
+	if (read_attr(p, b, sizeof(b)) <= 0)
+		return;
+	long long lim = strtoll(b, NULL, 10) + LINGER_PIDS_SLACK;
+	if (lim >= group_pids_max())
+		return;
+	snprintf(b, sizeof(b), "%lld", lim);
+	write_attr(path, "pids.max", b);
+}
+
 void cgroup_exec_release(struct exec_cgroup *cg)
 {
 	if (cg->procs_fd >= 0)
@@ -191,6 +219,7 @@ void cgroup_exec_release(struct exec_cgroup *cg)
 	if (!cg->path[0])
 		return;
 	if (rmdir(cg->path) < 0 && errno == EBUSY) {
+		limit_lingering(cg->path);
 		kill_if_runaway(cg->path);
 		char *dup = nlinger < LINGER_MAX ? strdup(cg->path) : NULL;
 		if (dup)

@@ -13,9 +13,11 @@
  * the agent and the code kernels can always fork, and each group the lower
  * of EXEC_PIDS_MAX and half of that (cgroup.c), so one bomb leaves room for
  * other execs; with the cpu controller on, all execs together weigh as much
- * as one task of the agent's.  A group that outlives its exec after a fork
- * was refused by its pids limit is killed (a fork bomb whose first shell
- * exited at once would otherwise churn at the limit for ever).
+ * as one task of the agent's.  When a group outlives its exec, its pids.max
+ * is lowered to the tasks it holds plus LINGER_PIDS_SLACK (cgroup.c); a
+ * group that outlives its exec after a fork was refused by its pids limit
+ * is killed (a fork bomb whose first shell exited at once would otherwise
+ * churn at the limit for ever).
  *
  * Threads: the loop thread only (the lingering list is not locked).
  */
@@ -57,8 +59,9 @@ int cgroup_exec_join_self(const struct exec_cgroup *cg);
 int cgroup_exec_kill(const struct exec_cgroup *cg);
 
 /* cgroup_exec_release - close cg's descriptor and remove the group, or
- * remember it for cgroup_sweep if processes remain (killing them first if
- * the group ran into its pids limit). */
+ * remember it for cgroup_sweep if processes remain: then lower its
+ * pids.max to its tasks plus LINGER_PIDS_SLACK, and kill them at once if
+ * the group already ran into its pids limit. */
 void cgroup_exec_release(struct exec_cgroup *cg);
 
 /* cgroup_sweep - remove remembered groups that have become empty, and
