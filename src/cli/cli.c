@@ -96,7 +96,7 @@ static int run_cmd(const struct cli_cmd *c, int argc, char **argv, int json)
 	}
 	struct cli_ctx ctx = {.path = c->spec->path, .json = json || a.json};
 	int code = c->run(&ctx, &a);
-	api_client_free(ctx.api);
+	client_free(ctx.client);
 	args_result_free(&a);
 	if (fflush(stdout) != 0 && code == CLI_EXIT_OK) {
 		out_error("cannot write to stdout");

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "cli/api_client.h"
+#include "cli/client.h"
 #include "cli/args.h"
 #include "cli/urlpath.h"
 
@@ -32,7 +32,7 @@
 struct cli_ctx {
 	const char *path;       /* "sandbox exec": for messages */
 	int json;               /* --json: print the API's JSON as is */
-	struct api_client *api; /* made by cli_api at first use; freed by cli_main */
+	struct client *client; /* made by cli_client at first use; freed by cli_main */
 };
 
 struct cli_cmd {
@@ -63,20 +63,20 @@ extern const struct cli_group cli_group_templates;
 int cli_main(int argc, char **argv);
 
 /*
- * cli_api - the API client from the environment (made once per ctx, owned
+ * cli_client - the API client from the environment (made once per ctx, owned
  * by ctx).  Returns CLI_EXIT_OK with *out, or CLI_EXIT_USAGE after printing
  * why (no key, bad URL), or CLI_EXIT_API (libcurl failed).
  */
-int cli_api(struct cli_ctx *ctx, struct api_client **out);
+int cli_client(struct cli_ctx *ctx, struct client **out);
 
 /*
  * cli_request - one API call for a command: check the path built in u
  * (a bad one is a usage error), get the client, call.  Returns CLI_EXIT_OK
- * with *resp filled (api_response_clear), or the exit code after printing
+ * with *resp filled (client_response_clear), or the exit code after printing
  * the problem on stderr (then *resp is empty).
  */
 int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
-		const json_t *body, struct api_response *resp);
+		const json_t *body, struct client_response *resp);
 
 /*
  * cli_usage_error - print message as a usage error of the current command

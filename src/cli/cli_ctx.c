@@ -18,11 +18,11 @@ int cli_usage_error(struct cli_ctx *ctx, const char *message)
 	return CLI_EXIT_USAGE;
 }
 
-int cli_api(struct cli_ctx *ctx, struct api_client **out)
+int cli_client(struct cli_ctx *ctx, struct client **out)
 {
 	*out = NULL;
-	if (ctx->api) {
-		*out = ctx->api;
+	if (ctx->client) {
+		*out = ctx->client;
 		return CLI_EXIT_OK;
 	}
 	const char *url = getenv("PANDASTACK_API_URL");
@@ -34,17 +34,17 @@ int cli_api(struct cli_ctx *ctx, struct api_client **out)
 		return CLI_EXIT_USAGE;
 	}
 	char err[256];
-	int rc = api_client_new(url, key, &ctx->api, err, sizeof(err));
+	int rc = client_new(url, key, &ctx->client, err, sizeof(err));
 	if (rc) {
 		out_error("%s", err[0] ? err : strerror(-rc));
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_API;
 	}
-	*out = ctx->api;
+	*out = ctx->client;
 	return CLI_EXIT_OK;
 }
 
 int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
-		const json_t *body, struct api_response *resp)
+		const json_t *body, struct client_response *resp)
 {
 	memset(resp, 0, sizeof(*resp));
 	int rc = urlpath_status(u);
@@ -52,14 +52,14 @@ int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u
 		return cli_usage_error(ctx, "an ID or path argument is empty, '.' or '..'");
 	if (rc)
 		return cli_usage_error(ctx, "an argument is too long for a URL");
-	struct api_client *api;
-	int code = cli_api(ctx, &api);
+	struct client *client;
+	int code = cli_client(ctx, &client);
 	if (code)
 		return code;
-	struct api_error err;
-	rc = api_call(api, method, u->s, body, resp, &err);
+	struct client_error err;
+	rc = client_call(client, method, u->s, body, resp, &err);
 	if (rc) {
-		out_api_error(&err);
+		out_client_error(&err);
 		return CLI_EXIT_API;
 	}
 	return CLI_EXIT_OK;

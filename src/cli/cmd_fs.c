@@ -37,7 +37,7 @@ static int run_ls(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	fs_url(&u, a->pos[0], "/fs/list");
 	urlpath_query(&u, "path", a->pos[1]);
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -61,7 +61,7 @@ static int run_ls(struct cli_ctx *ctx, const struct args_result *a)
 			code = CLI_EXIT_API;
 		}
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -79,7 +79,7 @@ static int run_stat(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	fs_url(&u, a->pos[0], "/fs/stat");
 	urlpath_query(&u, "path", a->pos[1]);
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -87,7 +87,7 @@ static int run_stat(struct cli_ctx *ctx, const struct args_result *a)
 		out_raw(&r);
 	else
 		out_fields(r.json);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 
@@ -114,13 +114,13 @@ static int run_rm(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_query(&u, "path", a->pos[1]);
 	if (args_has(a, "recursive"))
 		urlpath_query(&u, "recursive", "true");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
 	if (code)
 		return code;
 	if (ctx->json)
 		out_raw(&r);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 
@@ -149,14 +149,14 @@ static int run_mkdir(struct cli_ctx *ctx, const struct args_result *a)
 		return cli_usage_error(ctx, "PATH is not valid UTF-8");
 	struct urlpath u;
 	fs_url(&u, a->pos[0], "/fs/mkdir");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
 	if (code)
 		return code;
 	if (ctx->json)
 		out_raw(&r);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 

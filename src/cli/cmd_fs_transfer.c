@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/api_transfer.h"
+#include "cli/client_transfer.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 
@@ -45,7 +45,7 @@ static void restore_signals(const struct sigaction old[2])
 	sigaction(SIGTERM, &old[1], NULL);
 }
 
-/* api_progress_fn: draw the bar; stop when a signal came. */
+/* client_progress_fn: draw the bar; stop when a signal came. */
 static int on_progress(void *arg, int64_t done, int64_t total)
 {
 	progress_update(arg, done, total);
@@ -100,8 +100,8 @@ int cmd_upload_run(struct cli_ctx *ctx, const struct args_result *a)
 	fs_path(&u, a->pos[0], remote);
 	if (urlpath_status(&u))
 		return cli_usage_error(ctx, "ID is empty, '.' or '..', or R is too long");
-	struct api_client *api;
-	int code = cli_api(ctx, &api);
+	struct client *client;
+	int code = cli_client(ctx, &client);
 	if (code)
 		return code;
 
@@ -128,20 +128,20 @@ int cmd_upload_run(struct cli_ctx *ctx, const struct args_result *a)
 	progress_init(&bar, base_name(local), STDERR_FILENO);
 	struct sigaction old[2];
 	catch_signals(old);
-	struct api_response r;
-	struct api_error err;
-	int rc = api_upload(api, u.s, fd, size, on_progress, &bar, &r, &err);
+	struct client_response r;
+	struct client_error err;
+	int rc = client_upload(client, u.s, fd, size, on_progress, &bar, &r, &err);
 	progress_finish(&bar);
 	restore_signals(old);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (rc) {
-		out_api_error(&err);
+		out_client_error(&err);
 		return CLI_EXIT_API;
 	}
 	if (ctx->json)
 		out_raw(&r);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 
@@ -203,19 +203,19 @@ static void set_default_mode(int fd)
 }
 
 /* Download into fd with the bar; returns 0 or prints and returns exit 1. */
-static int fetch(struct api_client *api, const struct urlpath *u, int fd, const char *label)
+static int fetch(struct client *client, const struct urlpath *u, int fd, const char *label)
 {
 	struct progress bar;
 	progress_init(&bar, label, STDERR_FILENO);
 	struct sigaction old[2];
 	catch_signals(old);
-	struct api_error err;
+	struct client_error err;
 	int64_t written = 0;
-	int rc = api_download(api, u->s, fd, on_progress, &bar, &written, &err);
+	int rc = client_download(client, u->s, fd, on_progress, &bar, &written, &err);
 	progress_finish(&bar);
 	restore_signals(old);
 	if (rc) {
-		out_api_error(&err);
+		out_client_error(&err);
 		return CLI_EXIT_API;
 	}
 	return CLI_EXIT_OK;
@@ -229,12 +229,12 @@ int cmd_download_run(struct cli_ctx *ctx, const struct args_result *a)
 	fs_path(&u, a->pos[0], remote);
 	if (urlpath_status(&u))
 		return cli_usage_error(ctx, "ID is empty, '.' or '..', or R is too long");
-	struct api_client *api;
-	int code = cli_api(ctx, &api);
+	struct client *client;
+	int code = cli_client(ctx, &client);
 	if (code)
 		return code;
 	if (strcmp(local, "-") == 0)
-		return fetch(api, &u, STDOUT_FILENO, base_name(remote));
+		return fetch(client, &u, STDOUT_FILENO, base_name(remote));
 
 	char target[4096], tmp[4200];
 	int rc = cmd_download_target(local, remote, target, sizeof(target));
@@ -248,7 +248,7 @@ int cmd_download_run(struct cli_ctx *ctx, const struct args_result *a)
 		out_error("cannot create a file beside %s: %s", target, strerror(-rc));
 		return CLI_EXIT_API;
 	}
-	code = fetch(api, &u, fd, base_name(target));
+	code = fetch(client, &u, fd, base_name(target));
 	if (code == CLI_EXIT_OK) {
 		set_default_mode(fd);
 		if (fsync(fd) != 0) {

@@ -40,7 +40,7 @@ static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/keys");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
 	if (code)
@@ -60,7 +60,7 @@ static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 		out_error("error: bad_response: the answer has no key");
 		code = CLI_EXIT_API;
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -78,7 +78,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/keys");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -97,7 +97,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 			code = CLI_EXIT_API;
 		}
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -119,13 +119,13 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/keys");
 	urlpath_seg(&u, a->pos[0]);
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
 	if (code)
 		return code;
 	if (ctx->json)
 		out_raw(&r);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 

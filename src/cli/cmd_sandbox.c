@@ -71,7 +71,7 @@ static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 		code = add_kv(ctx, a, "env", "env", body);
 	if (!code)
 		code = add_kv(ctx, a, "metadata", "metadata", body);
-	struct api_response r = {0};
+	struct client_response r = {0};
 	if (!code) {
 		struct urlpath u;
 		urlpath_init(&u);
@@ -91,7 +91,7 @@ static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 		out_error("error: bad_response: the answer has no sandbox id");
 		code = CLI_EXIT_API;
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -129,7 +129,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		snprintf(key, sizeof(key), "metadata.%.*s", (int)(eq - meta[i]), meta[i]);
 		urlpath_query(&u, key, eq + 1);
 	}
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -148,7 +148,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 			code = CLI_EXIT_API;
 		}
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -169,7 +169,7 @@ static int run_get(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/sandboxes");
 	urlpath_seg(&u, a->pos[0]);
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -177,7 +177,7 @@ static int run_get(struct cli_ctx *ctx, const struct args_result *a)
 		out_raw(&r);
 	else
 		out_fields(r.json);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 
@@ -195,13 +195,13 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/sandboxes");
 	urlpath_seg(&u, a->pos[0]);
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
 	if (code)
 		return code;
 	if (ctx->json)
 		out_raw(&r);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 
@@ -228,7 +228,7 @@ static int run_set_ttl(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_lit(&u, "/v1/sandboxes");
 	urlpath_seg(&u, a->pos[0]);
 	urlpath_lit(&u, "/ttl");
-	struct api_response r;
+	struct client_response r;
 	code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
 	if (code)
@@ -241,7 +241,7 @@ static int run_set_ttl(struct cli_ctx *ctx, const struct args_result *a)
 		if (exp)
 			printf("expires_at: %s\n", out_value("expires_at", exp, v, sizeof(v)));
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 

@@ -40,7 +40,7 @@ static void write_string(FILE *f, const json_t *v)
 
 /* POST the body to /v1/sandboxes/{id}/<what>. */
 static int post_run(struct cli_ctx *ctx, const char *id, const char *what, const json_t *body,
-		    struct api_response *r)
+		    struct client_response *r)
 {
 	struct urlpath u;
 	urlpath_init(&u);
@@ -165,7 +165,7 @@ int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 	int code = exec_body(ctx, a, &body);
 	if (code)
 		return code;
-	struct api_response r;
+	struct client_response r;
 	code = post_run(ctx, a->pos[0], "/exec", body, &r);
 	json_decref(body);
 	if (code)
@@ -173,7 +173,7 @@ int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 	json_t *exit_code = json_object_get(r.json, "exit_code");
 	if (!json_is_integer(exit_code)) {
 		out_error("error: bad_response: the exec answer has no exit_code");
-		api_response_clear(&r);
+		client_response_clear(&r);
 		return CLI_EXIT_API;
 	}
 	code = cmd_exit_status(exit_code);
@@ -185,7 +185,7 @@ int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 		if (json_is_true(json_object_get(r.json, "timed_out")))
 			out_error("the command timed out and was killed (exit code %d)", code);
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -251,7 +251,7 @@ int cmd_run_code_run(struct cli_ctx *ctx, const struct args_result *a)
 	json_t *body = json_pack("{s:s, s:s}", "code", a->rest, "language", lang ? lang : "python");
 	if (!body)
 		return cli_usage_error(ctx, "CODE or --language is not valid UTF-8");
-	struct api_response r;
+	struct client_response r;
 	int code = post_run(ctx, a->pos[0], "/run_code", body, &r);
 	json_decref(body);
 	if (code)
@@ -262,7 +262,7 @@ int cmd_run_code_run(struct cli_ctx *ctx, const struct args_result *a)
 	code = json_is_integer(exit_code) ? cmd_exit_status(exit_code) : failed ? 1 : 0;
 	if (ctx->json) {
 		out_raw(&r);
-		api_response_clear(&r);
+		client_response_clear(&r);
 		return code;
 	}
 	write_string(stdout, json_object_get(r.json, "stdout"));
@@ -279,6 +279,6 @@ int cmd_run_code_run(struct cli_ctx *ctx, const struct args_result *a)
 	write_string(stderr, json_object_get(r.json, "stderr"));
 	if (failed)
 		print_run_error(err);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }

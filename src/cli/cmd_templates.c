@@ -24,7 +24,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/templates");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
@@ -51,7 +51,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		out_error("error: bad_response: the answer has no template list");
 		code = CLI_EXIT_API;
 	}
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return code;
 }
 
@@ -84,7 +84,7 @@ static int run_build(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_lit(&u, "/v1/templates");
 	urlpath_seg(&u, a->pos[0]);
 	urlpath_lit(&u, "/build");
-	struct api_response r;
+	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
 	if (code)
@@ -93,7 +93,7 @@ static int run_build(struct cli_ctx *ctx, const struct args_result *a)
 		out_raw(&r);
 	else
 		out_fields(r.json);
-	api_response_clear(&r);
+	client_response_clear(&r);
 	return CLI_EXIT_OK;
 }
 

@@ -59,7 +59,7 @@ void out_usage(const char *path, const char *message)
 		path ? path : "");
 }
 
-void out_api_error(const struct api_error *e)
+void out_client_error(const struct client_error *e)
 {
 	char code[sizeof(e->code)], msg[sizeof(e->message)];
 	out_sanitize(e->code, strnlen(e->code, sizeof(e->code)), code, sizeof(code));
@@ -70,7 +70,7 @@ void out_api_error(const struct api_error *e)
 		out_error("error: %s: %s", code[0] ? code : "error", msg);
 }
 
-int out_raw(const struct api_response *r)
+int out_raw(const struct client_response *r)
 {
 	if (!r->raw || r->raw_len == 0)
 		return 0;

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "cli/api_client.h"
+#include "cli/client.h"
 
 #define OUT_CELL_MAX 512 /* bytes of one table cell or value shown */
 
@@ -42,17 +42,17 @@ void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void out_usage(const char *path, const char *message);
 
 /*
- * out_api_error - "pandastack: error: <code> (HTTP <status>): <message>"
+ * out_client_error - "pandastack: error: <code> (HTTP <status>): <message>"
  * (without the HTTP part when no answer came) on stderr, sanitised.
  */
-void out_api_error(const struct api_error *e);
+void out_client_error(const struct client_error *e);
 
 /*
  * out_raw - the answer's body exactly as the server sent it, with a newline
  * added when it does not end in one; nothing for an empty body.  Returns 0
  * or -EIO (stdout failed).
  */
-int out_raw(const struct api_response *r);
+int out_raw(const struct client_response *r);
 
 /*
  * out_value - a JSON value as one line of text into buf (cap bytes):

@@ -1,7 +1,7 @@
 /*
  * fuzz_cli.c - libFuzzer target for what the CLI reads from outside: its
  * command line (src/cli/args.c against the real exec and upload specs), the
- * server's error answers (api__http_error), server text shown on a
+ * server's error answers (client__http_error), server text shown on a
  * terminal (out_sanitize, out_value) and ids put in URLs (urlpath.c).
  *
  * The input is split at NUL bytes into argv words; the whole input is also
@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "cli/api_client_int.h"
+#include "cli/client_int.h"
 #include "cli/args.h"
 #include "cli/cmd_fs_transfer.h"
 #include "cli/cmd_sandbox_run.h"
@@ -101,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	/* The whole input as a server's error answer and as server text. */
-	struct api_error e;
-	check(api__http_error(400, (const char *)data, size, &e) == -EREMOTEIO);
+	struct client_error e;
+	check(client__http_error(400, (const char *)data, size, &e) == -EREMOTEIO);
 	check(e.code[0] != '\0' && e.status == 400);
 	char clean[256];
 	out_sanitize(e.message, strnlen(e.message, sizeof(e.message)), clean, sizeof(clean));

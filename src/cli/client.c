@@ -1,9 +1,9 @@
 /*
- * api_client.c - REST requests with JSON bodies over libcurl (see
- * api_client.h), and the request set-up and error mapping that
- * api_transfer.c shares (api_client_int.h).
+ * client.c - REST requests with JSON bodies over libcurl (see
+ * client.h), and the request set-up and error mapping that
+ * client_transfer.c shares (client_int.h).
  */
-#include "cli/api_client.h"
+#include "cli/client.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,17 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/api_client_int.h"
+#include "cli/client_int.h"
 #include "cli/urlpath.h"
 #include "common/log.h"
 #include "common/util.h"
 
-#define API_USER_AGENT "pandastack-cli/0.1"
+#define CLIENT_USER_AGENT "pandastack-cli/0.1"
 
-static void set_err(struct api_error *err, long status, const char *code, const char *fmt, ...)
+static void set_err(struct client_error *err, long status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static void set_err(struct api_error *err, long status, const char *code, const char *fmt, ...)
+static void set_err(struct client_error *err, long status, const char *code, const char *fmt, ...)
 {
 	err->status = status;
 	snprintf(err->code, sizeof(err->code), "%s", code);
@@ -34,7 +34,7 @@ static void set_err(struct api_error *err, long status, const char *code, const 
 
 /* ---- answer buffers ------------------------------------------------------- */
 
-size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
+size_t client__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	size_t n = size * nmemb;
 	if (dynbuf_add(userdata, data, n) < 0)
@@ -47,8 +47,8 @@ size_t api__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
 /* 0 if base is an http(s) URL without query or fragment, else -EINVAL. */
 static int check_base_url(const char *base, char *err, size_t errlen)
 {
-	if (!*base || strlen(base) > API_URL_MAX) {
-		snprintf(err, errlen, "PANDASTACK_API_URL must be 1 to %d bytes", API_URL_MAX);
+	if (!*base || strlen(base) > CLIENT_URL_MAX) {
+		snprintf(err, errlen, "PANDASTACK_API_URL must be 1 to %d bytes", CLIENT_URL_MAX);
 		return -EINVAL;
 	}
 	CURLU *u = curl_url();
@@ -76,8 +76,8 @@ static int check_base_url(const char *base, char *err, size_t errlen)
 static int check_key(const char *key, char *err, size_t errlen)
 {
 	size_t n = strlen(key);
-	if (n == 0 || n > API_KEY_MAX) {
-		snprintf(err, errlen, "PANDASTACK_API_KEY must be 1 to %d bytes", API_KEY_MAX);
+	if (n == 0 || n > CLIENT_KEY_MAX) {
+		snprintf(err, errlen, "PANDASTACK_API_KEY must be 1 to %d bytes", CLIENT_KEY_MAX);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -111,8 +111,8 @@ fail:
 	return NULL;
 }
 
-int api_client_new(const char *base_url, const char *key, struct api_client **out, char *err,
-		   size_t errlen)
+int client_new(const char *base_url, const char *key, struct client **out, char *err,
+	       size_t errlen)
 {
 	*out = NULL;
 	if (err && errlen)
@@ -126,7 +126,7 @@ int api_client_new(const char *base_url, const char *key, struct api_client **ou
 		snprintf(err, errlen, "libcurl failed to start");
 		return -EIO;
 	}
-	struct api_client *c = calloc(1, sizeof(*c));
+	struct client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->base = strdup(base_url);
@@ -135,7 +135,7 @@ int api_client_new(const char *base_url, const char *key, struct api_client **ou
 	size_t bl = strlen(c->base);
 	while (bl > 0 && c->base[bl - 1] == '/')
 		c->base[--bl] = '\0';
-	char auth[API_KEY_MAX + 32];
+	char auth[CLIENT_KEY_MAX + 32];
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
 	c->hdr_plain = headers(auth, NULL);
 	c->hdr_json = headers(auth, "Content-Type: application/json");
@@ -145,19 +145,19 @@ int api_client_new(const char *base_url, const char *key, struct api_client **ou
 		goto nomem;
 	c->curl = curl_easy_init();
 	if (!c->curl) {
-		api_client_free(c);
+		client_free(c);
 		snprintf(err, errlen, "libcurl failed to start");
 		return -EIO;
 	}
 	*out = c;
 	return 0;
 nomem:
-	api_client_free(c);
+	client_free(c);
 	snprintf(err, errlen, "out of memory");
 	return -ENOMEM;
 }
 
-void api_client_free(struct api_client *c)
+void client_free(struct client *c)
 {
 	if (!c)
 		return;
@@ -170,16 +170,16 @@ void api_client_free(struct api_client *c)
 	free(c);
 }
 
-const char *api_client_base(const struct api_client *c)
+const char *client_base(const struct client *c)
 {
 	return c->base;
 }
 
-int api__prepare(struct api_client *c, const char *method, const char *path,
-		 enum api_body_kind kind)
+int client__prepare(struct client *c, const char *method, const char *path,
+		    enum client_body_kind kind)
 {
 	size_t bl = strlen(c->base), pl = strlen(path);
-	if (bl + pl + 1 > API_URL_MAX + URLPATH_MAX)
+	if (bl + pl + 1 > CLIENT_URL_MAX + URLPATH_MAX)
 		return -ENAMETOOLONG;
 	char *url = malloc(bl + pl + 1);
 	if (!url)
@@ -190,8 +190,8 @@ int api__prepare(struct api_client *c, const char *method, const char *path,
 	CURL *h = c->curl;
 	curl_easy_reset(h);
 	c->errbuf[0] = '\0';
-	struct curl_slist *hdr = kind == API_BODY_JSON    ? c->hdr_json
-				 : kind == API_BODY_BYTES ? c->hdr_bytes
+	struct curl_slist *hdr = kind == CLIENT_BODY_JSON    ? c->hdr_json
+				 : kind == CLIENT_BODY_BYTES ? c->hdr_bytes
 							  : c->hdr_plain;
 	CURLcode rc = curl_easy_setopt(h, CURLOPT_URL, url);
 	free(url); /* libcurl keeps its own copy */
@@ -200,7 +200,7 @@ int api__prepare(struct api_client *c, const char *method, const char *path,
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(h, CURLOPT_USERAGENT, API_USER_AGENT);
+		rc = curl_easy_setopt(h, CURLOPT_USERAGENT, CLIENT_USER_AGENT);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
 	if (rc == CURLE_OK)
@@ -210,7 +210,7 @@ int api__prepare(struct api_client *c, const char *method, const char *path,
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	if (rc == CURLE_OK)
-		rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)API_CONNECT_TIMEOUT_MS);
+		rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CLIENT_CONNECT_TIMEOUT_MS);
 	if (rc == CURLE_OK) {
 		if (strcmp(method, "GET") == 0)
 			rc = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -227,7 +227,7 @@ int api__prepare(struct api_client *c, const char *method, const char *path,
 
 /* ---- errors ----------------------------------------------------------------- */
 
-int api__transport_error(struct api_client *c, CURLcode rc, struct api_error *err)
+int client__transport_error(struct client *c, CURLcode rc, struct client_error *err)
 {
 	const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
 	switch (rc) {
@@ -251,7 +251,7 @@ int api__transport_error(struct api_client *c, CURLcode rc, struct api_error *er
 	}
 }
 
-int api__http_error(long status, const char *body, size_t len, struct api_error *err)
+int client__http_error(long status, const char *body, size_t len, struct client_error *err)
 {
 	json_error_t jerr;
 	json_t *root = (body && len) ? json_loadb(body, len, 0, &jerr) : NULL;
@@ -272,8 +272,8 @@ int api__http_error(long status, const char *body, size_t len, struct api_error 
 	return -EREMOTEIO;
 }
 
-int api__take_json(long status, struct dynbuf *b, struct api_response *resp,
-		   struct api_error *err)
+int client__take_json(long status, struct dynbuf *b, struct client_response *resp,
+		      struct client_error *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	resp->status = status;
@@ -295,8 +295,8 @@ int api__take_json(long status, struct dynbuf *b, struct api_response *resp,
 	return 0;
 }
 
-void api__log(struct api_client *c, const char *method, const char *path, long status,
-	      CURLcode rc)
+void client__log(struct client *c, const char *method, const char *path, long status,
+		 CURLcode rc)
 {
 	char q[512];
 	log_kv(LOG_DEBUG, "cli.request", "method=%s path=%s status=%ld curl=%d ms=%" PRId64,
@@ -306,8 +306,8 @@ void api__log(struct api_client *c, const char *method, const char *path, long s
 
 /* ---- JSON requests ---------------------------------------------------------- */
 
-int api_call(struct api_client *c, const char *method, const char *path, const json_t *body,
-	     struct api_response *resp, struct api_error *err)
+int client_call(struct client *c, const char *method, const char *path, const json_t *body,
+		struct client_response *resp, struct client_error *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	memset(err, 0, sizeof(*err));
@@ -319,7 +319,7 @@ int api_call(struct api_client *c, const char *method, const char *path, const j
 			return -ENOMEM;
 		}
 	}
-	int rc = api__prepare(c, method, path, body ? API_BODY_JSON : API_BODY_NONE);
+	int rc = client__prepare(c, method, path, body ? CLIENT_BODY_JSON : CLIENT_BODY_NONE);
 	if (rc) {
 		free(payload);
 		set_err(err, 0, rc == -ENAMETOOLONG ? "url_too_long" : "out_of_memory",
@@ -327,41 +327,41 @@ int api_call(struct api_client *c, const char *method, const char *path, const j
 		return rc;
 	}
 	struct dynbuf b;
-	dynbuf_init(&b, API_RESPONSE_MAX);
+	dynbuf_init(&b, CLIENT_RESPONSE_MAX);
 	CURL *h = c->curl;
 	if (payload || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)(payload ? strlen(payload) : 0));
 	}
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, api__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	CURLcode cc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	api__log(c, method, path, status, cc);
+	client__log(c, method, path, status, cc);
 	if (cc != CURLE_OK) {
 		if (b.truncated) {
 			set_err(err, status, "response_too_large",
-				"the server's answer is larger than %u bytes", API_RESPONSE_MAX);
+				"the server's answer is larger than %u bytes", CLIENT_RESPONSE_MAX);
 			rc = -EFBIG;
-		} else if (cc == CURLE_WRITE_ERROR) { /* api__buf_write: out of memory */
+		} else if (cc == CURLE_WRITE_ERROR) { /* client__buf_write: out of memory */
 			set_err(err, status, "out_of_memory", "out of memory");
 			rc = -ENOMEM;
 		} else {
-			rc = api__transport_error(c, cc, err);
+			rc = client__transport_error(c, cc, err);
 		}
 	} else if (status < 200 || status >= 300) {
-		rc = api__http_error(status, b.p, b.len, err);
+		rc = client__http_error(status, b.p, b.len, err);
 	} else {
-		rc = api__take_json(status, &b, resp, err);
+		rc = client__take_json(status, &b, resp, err);
 	}
 	free(payload);
 	dynbuf_free(&b);
 	return rc;
 }
 
-void api_response_clear(struct api_response *r)
+void client_response_clear(struct client_response *r)
 {
 	json_decref(r->json);
 	free(r->raw);

@@ -1,19 +1,19 @@
 /*
- * api_transfer.c - streamed uploads and downloads over libcurl (see
- * api_transfer.h).
+ * client_transfer.c - streamed uploads and downloads over libcurl (see
+ * client_transfer.h).
  */
-#include "cli/api_transfer.h"
+#include "cli/client_transfer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/api_client_int.h"
+#include "cli/client_int.h"
 #include "common/util.h"
 
 struct progress_cb {
-	api_progress_fn fn;
+	client_progress_fn fn;
 	void *arg;
 	int upload;
 	int64_t size; /* upload: declared size or -1 */
@@ -45,7 +45,7 @@ static void set_progress(CURL *h, struct progress_cb *p)
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 }
 
-static void local_err(struct api_error *err, const char *code, int e, const char *what)
+static void local_err(struct client_error *err, const char *code, int e, const char *what)
 {
 	err->status = 0;
 	snprintf(err->code, sizeof(err->code), "%s", code);
@@ -85,12 +85,12 @@ static size_t up_read(char *buf, size_t size, size_t nitems, void *ud)
 	return (size_t)r;
 }
 
-int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api_progress_fn fn,
-	       void *arg, struct api_response *resp, struct api_error *err)
+int client_upload(struct client *c, const char *path, int fd, int64_t size, client_progress_fn fn,
+		  void *arg, struct client_response *resp, struct client_error *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	memset(err, 0, sizeof(*err));
-	int rc = api__prepare(c, "PUT", path, API_BODY_BYTES);
+	int rc = client__prepare(c, "PUT", path, CLIENT_BODY_BYTES);
 	if (rc) {
 		local_err(err, "bad_request", -rc, "cannot build the request");
 		return rc;
@@ -98,20 +98,20 @@ int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api
 	CURL *h = c->curl;
 	struct up_state st = {.fd = fd, .left = size};
 	struct dynbuf b;
-	dynbuf_init(&b, API_RESPONSE_MAX);
+	dynbuf_init(&b, CLIENT_RESPONSE_MAX);
 	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 1, .size = size};
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
 	curl_easy_setopt(h, CURLOPT_READDATA, &st);
 	if (size >= 0)
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, api__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	set_progress(h, &pcb);
 	CURLcode cc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	api__log(c, "PUT", path, status, cc);
+	client__log(c, "PUT", path, status, cc);
 	if (cc != CURLE_OK) {
 		if (pcb.stopped) {
 			local_err(err, "interrupted", EINTR, "the upload was stopped");
@@ -128,14 +128,14 @@ int api_upload(struct api_client *c, const char *path, int fd, int64_t size, api
 			rc = -EFBIG;
 		} else if (status >= 300 && b.len) {
 			/* The server refused before taking the whole body. */
-			rc = api__http_error(status, b.p, b.len, err);
+			rc = client__http_error(status, b.p, b.len, err);
 		} else {
-			rc = api__transport_error(c, cc, err);
+			rc = client__transport_error(c, cc, err);
 		}
 	} else if (status < 200 || status >= 300) {
-		rc = api__http_error(status, b.p, b.len, err);
+		rc = client__http_error(status, b.p, b.len, err);
 	} else {
-		rc = api__take_json(status, &b, resp, err);
+		rc = client__take_json(status, &b, resp, err);
 	}
 	dynbuf_free(&b);
 	return rc;
@@ -148,7 +148,7 @@ struct down_state {
 	int fd;
 	int decided;        /* the status was looked at */
 	int is_error;       /* the answer is an error: keep it in errbody */
-	struct dynbuf errbody; /* capped at API_ERROR_BODY_MAX */
+	struct dynbuf errbody; /* capped at CLIENT_ERROR_BODY_MAX */
 	int errbody_nomem;
 	int64_t written;
 	int werr;           /* -errno of a failed write */
@@ -182,19 +182,19 @@ static size_t down_write(char *data, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-int api_download(struct api_client *c, const char *path, int fd, api_progress_fn fn, void *arg,
-		 int64_t *written, struct api_error *err)
+int client_download(struct client *c, const char *path, int fd, client_progress_fn fn, void *arg,
+		    int64_t *written, struct client_error *err)
 {
 	memset(err, 0, sizeof(*err));
 	*written = 0;
-	int rc = api__prepare(c, "GET", path, API_BODY_NONE);
+	int rc = client__prepare(c, "GET", path, CLIENT_BODY_NONE);
 	if (rc) {
 		local_err(err, "bad_request", -rc, "cannot build the request");
 		return rc;
 	}
 	CURL *h = c->curl;
 	struct down_state st = {.h = h, .fd = fd};
-	dynbuf_init(&st.errbody, API_ERROR_BODY_MAX);
+	dynbuf_init(&st.errbody, CLIENT_ERROR_BODY_MAX);
 	struct progress_cb pcb = {.fn = fn, .arg = arg, .upload = 0, .size = -1};
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, down_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
@@ -202,7 +202,7 @@ int api_download(struct api_client *c, const char *path, int fd, api_progress_fn
 	CURLcode cc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	api__log(c, "GET", path, status, cc);
+	client__log(c, "GET", path, status, cc);
 	if (cc != CURLE_OK) {
 		if (pcb.stopped) {
 			local_err(err, "interrupted", EINTR, "the download was stopped");
@@ -214,10 +214,10 @@ int api_download(struct api_client *c, const char *path, int fd, api_progress_fn
 			local_err(err, "out_of_memory", ENOMEM, "reading the error answer");
 			rc = -ENOMEM;
 		} else {
-			rc = api__transport_error(c, cc, err);
+			rc = client__transport_error(c, cc, err);
 		}
 	} else if (status < 200 || status >= 300) {
-		rc = api__http_error(status, st.errbody.p, st.errbody.len, err);
+		rc = client__http_error(status, st.errbody.p, st.errbody.len, err);
 	}
 	*written = st.written;
 	dynbuf_free(&st.errbody);

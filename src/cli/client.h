@@ -1,86 +1,86 @@
 /*
- * api_client.h - the CLI's client of the PandaStack REST API (docs/api.md)
+ * client.h - the CLI's client of the PandaStack REST API (docs/api.md)
  * on libcurl and jansson: one request with an optional JSON body in, the
  * parsed JSON answer or a typed error out.  Streamed file transfers are in
- * api_transfer.h.
+ * client_transfer.h.
  *
  * Every request carries "Authorization: Bearer <key>".  Only http and https
  * are spoken, redirects are not followed (the key must not travel to
  * another host), paths are sent as built (urlpath.h; libcurl does not
- * rewrite dot segments), connecting gives up after API_CONNECT_TIMEOUT_MS.
+ * rewrite dot segments), connecting gives up after CLIENT_CONNECT_TIMEOUT_MS.
  * With PANDASTACK_LOG=debug each request is logged as a key=value line.
  *
- * Errors: functions return 0 or -errno and fill a struct api_error:
+ * Errors: functions return 0 or -errno and fill a struct client_error:
  *   -EREMOTEIO     the API answered an HTTP error: status, and code and
  *                  message from its {"error": {"code", "message"}} body
  *                  (or "http_<status>" and the start of a body of
  *                  another shape)
  *   -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -EIO   no (complete) answer
- *   -EFBIG         the answer passed API_RESPONSE_MAX
+ *   -EFBIG         the answer passed CLIENT_RESPONSE_MAX
  *   -EBADMSG       a 2xx answer that is not JSON
  *   -ENOMEM
  * err->message is the server's text, unsanitised: print it through
  * out_sanitize (output.h).
  *
- * Threads: a client belongs to one thread at a time; api_client_new calls
+ * Threads: a client belongs to one thread at a time; client_new calls
  * curl_global_init, so make the first client before starting threads.
  */
-#ifndef PANDASTACK_CLI_API_CLIENT_H
-#define PANDASTACK_CLI_API_CLIENT_H
+#ifndef PANDASTACK_CLI_CLIENT_H
+#define PANDASTACK_CLI_CLIENT_H
 
 #include <stddef.h>
 
 #include <jansson.h>
 
-#define API_RESPONSE_MAX (256u << 20) /* bytes of one answer kept in memory */
-#define API_CONNECT_TIMEOUT_MS 10000
-#define API_URL_MAX 2048              /* bytes of the base URL */
-#define API_KEY_MAX 512               /* bytes of the API key */
+#define CLIENT_RESPONSE_MAX (256u << 20) /* bytes of one answer kept in memory */
+#define CLIENT_CONNECT_TIMEOUT_MS 10000
+#define CLIENT_URL_MAX 2048              /* bytes of the base URL */
+#define CLIENT_KEY_MAX 512               /* bytes of the API key */
 
-struct api_error {
+struct client_error {
 	long status;        /* HTTP status; 0 when no answer came */
 	char code[64];      /* the API's code ("not_found") or the CLI's ("connect_failed") */
 	char message[1024]; /* human-readable; may be cut; not sanitised */
 };
 
-struct api_response {
+struct client_response {
 	long status;    /* HTTP status (2xx) */
 	json_t *json;   /* the parsed body (new reference), NULL for an empty body */
 	char *raw;      /* the body's bytes, NUL-terminated (owned), or NULL */
 	size_t raw_len; /* bytes in raw without the NUL */
 };
 
-struct api_client;
+struct client;
 
 /*
- * api_client_new - a client for base_url ("http://127.0.0.1:8080", with or
+ * client_new - a client for base_url ("http://127.0.0.1:8080", with or
  * without a path prefix and trailing "/") sending key as the bearer token.
- * Both are checked: an http(s) URL of at most API_URL_MAX bytes; a key of
- * 1..API_KEY_MAX printable ASCII bytes without spaces.  Strings are copied.
- * Returns 0 with *out (api_client_free), -EINVAL with a message in err
+ * Both are checked: an http(s) URL of at most CLIENT_URL_MAX bytes; a key of
+ * 1..CLIENT_KEY_MAX printable ASCII bytes without spaces.  Strings are copied.
+ * Returns 0 with *out (client_free), -EINVAL with a message in err
  * (errlen bytes), -ENOMEM, -EIO (libcurl failed to start).
  */
-int api_client_new(const char *base_url, const char *key, struct api_client **out, char *err,
-		   size_t errlen);
+int client_new(const char *base_url, const char *key, struct client **out, char *err,
+	       size_t errlen);
 
-/* api_client_free - close connections and free c.  NULL is a no-op. */
-void api_client_free(struct api_client *c);
+/* client_free - close connections and free c.  NULL is a no-op. */
+void client_free(struct client *c);
 
-/* api_client_base - the base URL without trailing "/" (borrowed). */
-const char *api_client_base(const struct api_client *c);
+/* client_base - the base URL without trailing "/" (borrowed). */
+const char *client_base(const struct client *c);
 
 /*
- * api_call - one request: method ("GET", "POST", "PUT", "DELETE") on path
+ * client_call - one request: method ("GET", "POST", "PUT", "DELETE") on path
  * (from urlpath.h: starts with "/", already encoded), with body serialised
  * as JSON when not NULL (borrowed).  On 2xx returns 0 with *resp filled
- * (api_response_clear); otherwise -errno with *err filled (see above) and
+ * (client_response_clear); otherwise -errno with *err filled (see above) and
  * *resp empty.
  */
-int api_call(struct api_client *c, const char *method, const char *path, const json_t *body,
-	     struct api_response *resp, struct api_error *err);
+int client_call(struct client *c, const char *method, const char *path, const json_t *body,
+		struct client_response *resp, struct client_error *err);
 
-/* api_response_clear - free what a response holds (not r itself); safe on
+/* client_response_clear - free what a response holds (not r itself); safe on
  * a zeroed or cleared response. */
-void api_response_clear(struct api_response *r);
+void client_response_clear(struct client_response *r);
 
 #endif
