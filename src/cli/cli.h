@@ -78,6 +78,27 @@ int cli_client(struct cli_ctx *ctx, struct client **out);
 int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
 		const json_t *body, struct client_response *resp);
 
+/* cli_sandbox_path - u = /v1/sandboxes/{id}<suffix> (suffix: "" for the
+ * sandbox itself, or "/exec", "/fs/list", ...). */
+void cli_sandbox_path(struct urlpath *u, const char *id, const char *suffix);
+
+/*
+ * cli_show_* - print a command's successful answer r and clear it
+ * (client_response_clear); with --json every one prints the answer as the
+ * server sent it (out_raw).  Otherwise:
+ *   cli_show_nothing  nothing (commands that say "prints nothing on success")
+ *   cli_show_fields   each member as "key: value" (out_fields)
+ *   cli_show_table    the array under items (out_list_items) as a table of
+ *                     cols; when there is none, "the answer has no <what>"
+ *                     on stderr and CLI_EXIT_API
+ * Return the command's exit code.
+ */
+struct out_col;
+int cli_show_nothing(struct cli_ctx *ctx, struct client_response *r);
+int cli_show_fields(struct cli_ctx *ctx, struct client_response *r);
+int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *items,
+		   const char *what, const struct out_col *cols, size_t ncols);
+
 /*
  * cli_usage_error - print message as a usage error of the current command
  * and return CLI_EXIT_USAGE.

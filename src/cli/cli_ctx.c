@@ -1,7 +1,7 @@
 /*
  * cli_ctx.c - what every command shares: the API client made from the
- * environment, one checked API call with its error printed, and parsing of
- * K=V lists and second counts (see cli.h).
+ * environment, one checked API call with its error printed, the ways an
+ * answer is printed, and parsing of K=V lists and second counts (see cli.h).
  */
 #include "cli/cli.h"
 
@@ -63,6 +63,49 @@ int cli_request(struct cli_ctx *ctx, const char *method, const struct urlpath *u
 		return CLI_EXIT_API;
 	}
 	return CLI_EXIT_OK;
+}
+
+void cli_sandbox_path(struct urlpath *u, const char *id, const char *suffix)
+{
+	urlpath_init(u);
+	urlpath_lit(u, "/v1/sandboxes");
+	urlpath_seg(u, id);
+	urlpath_lit(u, suffix);
+}
+
+int cli_show_nothing(struct cli_ctx *ctx, struct client_response *r)
+{
+	if (ctx->json)
+		out_raw(r);
+	client_response_clear(r);
+	return CLI_EXIT_OK;
+}
+
+int cli_show_fields(struct cli_ctx *ctx, struct client_response *r)
+{
+	if (ctx->json || !json_is_object(r->json))
+		out_raw(r);
+	else
+		out_fields(r->json);
+	client_response_clear(r);
+	return CLI_EXIT_OK;
+}
+
+int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *items,
+		   const char *what, const struct out_col *cols, size_t ncols)
+{
+	int code = CLI_EXIT_OK;
+	json_t *rows = out_list_items(r->json, items);
+	if (ctx->json) {
+		out_raw(r);
+	} else if (rows) {
+		out_table(rows, cols, ncols);
+	} else {
+		out_error("error: bad_response: the answer has no %s", what);
+		code = CLI_EXIT_API;
+	}
+	client_response_clear(r);
+	return code;
 }
 
 int cli_parse_kv_list(struct cli_ctx *ctx, const char *what, const char *const *words, size_t n,

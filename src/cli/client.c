@@ -272,8 +272,10 @@ int client__http_error(long status, const char *body, size_t len, struct client_
 	return -EREMOTEIO;
 }
 
-int client__take_json(long status, struct dynbuf *b, struct client_response *resp,
-		      struct client_error *err)
+/* *resp from a 2xx answer's body b (taken: b is left empty); an empty body
+ * gives json NULL.  Returns 0, -EBADMSG (not JSON) with err filled. */
+static int take_json(long status, struct dynbuf *b, struct client_response *resp,
+		     struct client_error *err)
 {
 	memset(resp, 0, sizeof(*resp));
 	resp->status = status;
@@ -295,13 +297,43 @@ int client__take_json(long status, struct dynbuf *b, struct client_response *res
 	return 0;
 }
 
-void client__log(struct client *c, const char *method, const char *path, long status,
-		 CURLcode rc)
+/* The debug line of a finished request (PANDASTACK_LOG=debug). */
+static void log_request(struct client *c, const char *method, const char *path, long status,
+			CURLcode rc)
 {
 	char q[512];
 	log_kv(LOG_DEBUG, "cli.request", "method=%s path=%s status=%ld curl=%d ms=%" PRId64,
 	       method, log_quote(path, q, sizeof(q)), status, (int)rc,
 	       util_now_ms() - c->started_ms);
+}
+
+CURLcode client__perform(struct client *c, const char *method, const char *path, long *status)
+{
+	CURLcode cc = curl_easy_perform(c->curl);
+	*status = 0;
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+	log_request(c, method, path, *status, cc);
+	return cc;
+}
+
+int client__json_answer(struct client *c, CURLcode cc, long status, struct dynbuf *b,
+			struct client_response *resp, struct client_error *err)
+{
+	if (cc != CURLE_OK) {
+		if (b->truncated) {
+			set_err(err, status, "response_too_large",
+				"the server's answer is larger than %u bytes", CLIENT_RESPONSE_MAX);
+			return -EFBIG;
+		}
+		if (cc == CURLE_WRITE_ERROR) { /* client__buf_write: out of memory */
+			set_err(err, status, "out_of_memory", "out of memory");
+			return -ENOMEM;
+		}
+		return client__transport_error(c, cc, err);
+	}
+	if (status < 200 || status >= 300)
+		return client__http_error(status, b->p, b->len, err);
+	return take_json(status, b, resp, err);
 }
 
 /* ---- JSON requests ---------------------------------------------------------- */
@@ -336,26 +368,9 @@ int client_call(struct client *c, const char *method, const char *path, const js
 	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	client__log(c, method, path, status, cc);
-	if (cc != CURLE_OK) {
-		if (b.truncated) {
-			set_err(err, status, "response_too_large",
-				"the server's answer is larger than %u bytes", CLIENT_RESPONSE_MAX);
-			rc = -EFBIG;
-		} else if (cc == CURLE_WRITE_ERROR) { /* client__buf_write: out of memory */
-			set_err(err, status, "out_of_memory", "out of memory");
-			rc = -ENOMEM;
-		} else {
-			rc = client__transport_error(c, cc, err);
-		}
-	} else if (status < 200 || status >= 300) {
-		rc = client__http_error(status, b.p, b.len, err);
-	} else {
-		rc = client__take_json(status, &b, resp, err);
-	}
+	long status;
+	CURLcode cc = client__perform(c, method, path, &status);
+	rc = client__json_answer(c, cc, status, &b, resp, err);
 	free(payload);
 	dynbuf_free(&b);
 	return rc;

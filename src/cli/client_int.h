@@ -56,16 +56,24 @@ int client__transport_error(struct client *c, CURLcode rc, struct client_error *
  */
 int client__http_error(long status, const char *body, size_t len, struct client_error *err);
 
-/* client__log - the debug line of a finished request (PANDASTACK_LOG=debug). */
-void client__log(struct client *c, const char *method, const char *path, long status,
-		 CURLcode rc);
+/*
+ * client__perform - run the request set up on c's handle (method and path
+ * for the debug line, PANDASTACK_LOG=debug).  *status gets the answer's HTTP
+ * status, 0 when none came.  Returns libcurl's result.
+ */
+CURLcode client__perform(struct client *c, const char *method, const char *path, long *status);
 
 /*
- * client__take_json - make *resp from a 2xx answer's body b (taken: b is left
- * empty).  An empty body gives json NULL.  Returns 0, -EBADMSG (not JSON)
- * with err filled, -ENOMEM.
+ * client__json_answer - the outcome of a request whose answer went to b
+ * (client__buf_write): for a failed transfer (cc not CURLE_OK) -EFBIG
+ * (response_too_large: b passed its cap), -ENOMEM, or client__transport_error;
+ * for an HTTP error status client__http_error; else *resp from the JSON of b
+ * (taken: b is left empty; an empty body gives json NULL; -EBADMSG when it
+ * is not JSON).
+ * Returns 0 with *resp, or -errno with *err.
  */
-int client__take_json(long status, struct dynbuf *b, struct client_response *resp,
-		      struct client_error *err);
+int client__json_answer(struct client *c, CURLcode cc, long status, struct dynbuf *b,
+			struct client_response *resp, struct client_error *err);
+
 
 #endif

@@ -108,34 +108,22 @@ int client_upload(struct client *c, const char *path, int fd, int64_t size, clie
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	set_progress(h, &pcb);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	client__log(c, "PUT", path, status, cc);
-	if (cc != CURLE_OK) {
-		if (pcb.stopped) {
-			local_err(err, "interrupted", EINTR, "the upload was stopped");
-			rc = -EINTR;
-		} else if (st.rerr) {
-			local_err(err, "local_read_failed", -st.rerr, "cannot read the local file");
-			rc = st.rerr;
-		} else if (st.short_file) {
-			local_err(err, "local_read_failed", EIO,
-				  "the local file shrank while it was sent");
-			rc = -EIO;
-		} else if (b.truncated) {
-			local_err(err, "response_too_large", EFBIG, "the server's answer");
-			rc = -EFBIG;
-		} else if (status >= 300 && b.len) {
-			/* The server refused before taking the whole body. */
-			rc = client__http_error(status, b.p, b.len, err);
-		} else {
-			rc = client__transport_error(c, cc, err);
-		}
-	} else if (status < 200 || status >= 300) {
+	long status;
+	CURLcode cc = client__perform(c, "PUT", path, &status);
+	if (cc != CURLE_OK && pcb.stopped) {
+		local_err(err, "interrupted", EINTR, "the upload was stopped");
+		rc = -EINTR;
+	} else if (cc != CURLE_OK && st.rerr) {
+		local_err(err, "local_read_failed", -st.rerr, "cannot read the local file");
+		rc = st.rerr;
+	} else if (cc != CURLE_OK && st.short_file) {
+		local_err(err, "local_read_failed", EIO, "the local file shrank while it was sent");
+		rc = -EIO;
+	} else if (cc != CURLE_OK && !b.truncated && status >= 300 && b.len) {
+		/* The server refused before taking the whole body. */
 		rc = client__http_error(status, b.p, b.len, err);
 	} else {
-		rc = client__take_json(status, &b, resp, err);
+		rc = client__json_answer(c, cc, status, &b, resp, err);
 	}
 	dynbuf_free(&b);
 	return rc;
@@ -199,10 +187,8 @@ int client_download(struct client *c, const char *path, int fd, client_progress_
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, down_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
 	set_progress(h, &pcb);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	client__log(c, "GET", path, status, cc);
+	long status;
+	CURLcode cc = client__perform(c, "GET", path, &status);
 	if (cc != CURLE_OK) {
 		if (pcb.stopped) {
 			local_err(err, "interrupted", EINTR, "the download was stopped");

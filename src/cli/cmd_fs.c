@@ -12,15 +12,6 @@
 
 static const char *const id_path_pos[] = {"ID", "PATH", NULL};
 
-/* /v1/sandboxes/{id}/fs<suffix> */
-static void fs_url(struct urlpath *u, const char *id, const char *suffix)
-{
-	urlpath_init(u);
-	urlpath_lit(u, "/v1/sandboxes");
-	urlpath_seg(u, id);
-	urlpath_lit(u, suffix);
-}
-
 /* ---- ls ---------------------------------------------------------------------------- */
 
 static const struct args_spec ls_spec = {
@@ -34,34 +25,24 @@ static const struct args_spec ls_spec = {
 
 static int run_ls(struct cli_ctx *ctx, const struct args_result *a)
 {
+	static const struct out_col cols[] = {
+		{"TYPE", "type"},
+		{"SIZE", "size"},
+		{"MODIFIED", "mtime_ms"},
+		{"NAME", "name"},
+	};
 	struct urlpath u;
-	fs_url(&u, a->pos[0], "/fs/list");
+	cli_sandbox_path(&u, a->pos[0], "/fs/list");
 	urlpath_query(&u, "path", a->pos[1]);
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
-	if (ctx->json) {
-		out_raw(&r);
-	} else {
-		static const struct out_col cols[] = {
-			{"TYPE", "type"},
-			{"SIZE", "size"},
-			{"MODIFIED", "mtime_ms"},
-			{"NAME", "name"},
-		};
-		json_t *rows = out_list_items(r.json, "entries");
-		if (rows) {
-			out_table(rows, cols, sizeof(cols) / sizeof(cols[0]));
-			if (json_is_true(json_object_get(r.json, "truncated")))
-				out_error("the listing was cut at %zu entries",
-					  json_array_size(rows));
-		} else {
-			out_error("error: bad_response: the answer has no entries");
-			code = CLI_EXIT_API;
-		}
-	}
-	client_response_clear(&r);
+	int cut = !ctx->json && json_is_true(json_object_get(r.json, "truncated"));
+	size_t n = json_array_size(out_list_items(r.json, "entries"));
+	code = cli_show_table(ctx, &r, "entries", "entries", cols, sizeof(cols) / sizeof(cols[0]));
+	if (!code && cut)
+		out_error("the listing was cut at %zu entries", n);
 	return code;
 }
 
@@ -77,18 +58,11 @@ static const struct args_spec stat_spec = {
 static int run_stat(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
-	fs_url(&u, a->pos[0], "/fs/stat");
+	cli_sandbox_path(&u, a->pos[0], "/fs/stat");
 	urlpath_query(&u, "path", a->pos[1]);
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json || !json_is_object(r.json))
-		out_raw(&r);
-	else
-		out_fields(r.json);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_fields(ctx, &r);
 }
 
 /* ---- rm ------------------------------------------------------------------------------ */
@@ -110,18 +84,13 @@ static const struct args_spec rm_spec = {
 static int run_rm(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
-	fs_url(&u, a->pos[0], "/fs");
+	cli_sandbox_path(&u, a->pos[0], "/fs");
 	urlpath_query(&u, "path", a->pos[1]);
 	if (args_has(a, "recursive"))
 		urlpath_query(&u, "recursive", "true");
 	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json)
-		out_raw(&r);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_nothing(ctx, &r);
 }
 
 /* ---- mkdir --------------------------------------------------------------------------- */
@@ -148,16 +117,11 @@ static int run_mkdir(struct cli_ctx *ctx, const struct args_result *a)
 	if (!body)
 		return cli_usage_error(ctx, "PATH is not valid UTF-8");
 	struct urlpath u;
-	fs_url(&u, a->pos[0], "/fs/mkdir");
+	cli_sandbox_path(&u, a->pos[0], "/fs/mkdir");
 	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
-	if (code)
-		return code;
-	if (ctx->json)
-		out_raw(&r);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_nothing(ctx, &r);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

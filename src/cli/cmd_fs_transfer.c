@@ -26,29 +26,38 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-/* Catch SIGINT and SIGTERM while a transfer runs so it can clean up;
- * old gets the previous handlers. */
-static void catch_signals(struct sigaction old[2])
+/* What lasts as long as one transfer: its progress bar, and SIGINT and
+ * SIGTERM caught (the previous handlers in old) so that it can clean up. */
+struct transfer {
+	struct progress bar;
+	struct sigaction old[2];
+};
+
+static void transfer_begin(struct transfer *t, const char *label)
 {
+	progress_init(&t->bar, label, STDERR_FILENO);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	interrupted = 0;
-	sigaction(SIGINT, &sa, &old[0]);
-	sigaction(SIGTERM, &sa, &old[1]);
+	sigaction(SIGINT, &sa, &t->old[0]);
+	sigaction(SIGTERM, &sa, &t->old[1]);
 }
 
-static void restore_signals(const struct sigaction old[2])
+static void transfer_end(struct transfer *t)
 {
-	sigaction(SIGINT, &old[0], NULL);
-	sigaction(SIGTERM, &old[1], NULL);
+	progress_finish(&t->bar);
+	sigaction(SIGINT, &t->old[0], NULL);
+	sigaction(SIGTERM, &t->old[1], NULL);
 }
 
-/* client_progress_fn: draw the bar; stop when a signal came. */
+/* client_progress_fn on a struct transfer: draw the bar; stop when a
+ * signal came. */
 static int on_progress(void *arg, int64_t done, int64_t total)
 {
-	progress_update(arg, done, total);
+	struct transfer *t = arg;
+	progress_update(&t->bar, done, total);
 	return interrupted ? 1 : 0;
 }
 
@@ -59,14 +68,16 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* /v1/sandboxes/{id}/fs?path=remote */
-static void fs_path(struct urlpath *u, const char *id, const char *remote)
+/* What upload and download start with: u = /v1/sandboxes/{ID}/fs?path=remote
+ * and the client.  Returns CLI_EXIT_OK or the exit code (after printing). */
+static int transfer_request(struct cli_ctx *ctx, const struct args_result *a,
+			    const char *remote, struct urlpath *u, struct client **client)
 {
-	urlpath_init(u);
-	urlpath_lit(u, "/v1/sandboxes");
-	urlpath_seg(u, id);
-	urlpath_lit(u, "/fs");
+	cli_sandbox_path(u, a->pos[0], "/fs");
 	urlpath_query(u, "path", remote);
+	if (urlpath_status(u))
+		return cli_usage_error(ctx, "ID is empty, '.' or '..', or R is too long");
+	return cli_client(ctx, client);
 }
 
 /* ---- upload ----------------------------------------------------------------------- */
@@ -95,13 +106,9 @@ const struct args_spec cmd_upload_spec = {
 int cmd_upload_run(struct cli_ctx *ctx, const struct args_result *a)
 {
 	const char *local = args_value(a, "local");
-	const char *remote = args_value(a, "remote");
 	struct urlpath u;
-	fs_path(&u, a->pos[0], remote);
-	if (urlpath_status(&u))
-		return cli_usage_error(ctx, "ID is empty, '.' or '..', or R is too long");
 	struct client *client;
-	int code = cli_client(ctx, &client);
+	int code = transfer_request(ctx, a, args_value(a, "remote"), &u, &client);
 	if (code)
 		return code;
 
@@ -124,25 +131,19 @@ int cmd_upload_run(struct cli_ctx *ctx, const struct args_result *a)
 	if (fd != STDIN_FILENO && S_ISREG(st.st_mode))
 		size = (int64_t)st.st_size;
 
-	struct progress bar;
-	progress_init(&bar, base_name(local), STDERR_FILENO);
-	struct sigaction old[2];
-	catch_signals(old);
+	struct transfer t;
+	transfer_begin(&t, base_name(local));
 	struct client_response r;
 	struct client_error err;
-	int rc = client_upload(client, u.s, fd, size, on_progress, &bar, &r, &err);
-	progress_finish(&bar);
-	restore_signals(old);
+	int rc = client_upload(client, u.s, fd, size, on_progress, &t, &r, &err);
+	transfer_end(&t);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (rc) {
 		out_client_error(&err);
 		return CLI_EXIT_API;
 	}
-	if (ctx->json)
-		out_raw(&r);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return cli_show_nothing(ctx, &r);
 }
 
 /* ---- download --------------------------------------------------------------------- */
@@ -205,15 +206,12 @@ static void set_default_mode(int fd)
 /* Download into fd with the bar; returns 0 or prints and returns exit 1. */
 static int fetch(struct client *client, const struct urlpath *u, int fd, const char *label)
 {
-	struct progress bar;
-	progress_init(&bar, label, STDERR_FILENO);
-	struct sigaction old[2];
-	catch_signals(old);
+	struct transfer t;
+	transfer_begin(&t, label);
 	struct client_error err;
 	int64_t written = 0;
-	int rc = client_download(client, u->s, fd, on_progress, &bar, &written, &err);
-	progress_finish(&bar);
-	restore_signals(old);
+	int rc = client_download(client, u->s, fd, on_progress, &t, &written, &err);
+	transfer_end(&t);
 	if (rc) {
 		out_client_error(&err);
 		return CLI_EXIT_API;
@@ -226,11 +224,8 @@ int cmd_download_run(struct cli_ctx *ctx, const struct args_result *a)
 	const char *local = args_value(a, "local");
 	const char *remote = args_value(a, "remote");
 	struct urlpath u;
-	fs_path(&u, a->pos[0], remote);
-	if (urlpath_status(&u))
-		return cli_usage_error(ctx, "ID is empty, '.' or '..', or R is too long");
 	struct client *client;
-	int code = cli_client(ctx, &client);
+	int code = transfer_request(ctx, a, remote, &u, &client);
 	if (code)
 		return code;
 	if (strcmp(local, "-") == 0)

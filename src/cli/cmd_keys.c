@@ -78,27 +78,15 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/keys");
+	static const struct out_col cols[] = {
+		{"ID", "id"},       {"NAME", "name"},          {"TEAM", "team"},
+		{"ADMIN", "admin"}, {"CREATED", "created_at"},
+	};
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json) {
-		out_raw(&r);
-	} else {
-		static const struct out_col cols[] = {
-			{"ID", "id"},       {"NAME", "name"},          {"TEAM", "team"},
-			{"ADMIN", "admin"}, {"CREATED", "created_at"},
-		};
-		json_t *rows = out_list_items(r.json, "keys");
-		if (rows) {
-			out_table(rows, cols, sizeof(cols) / sizeof(cols[0]));
-		} else {
-			out_error("error: bad_response: the answer has no key list");
-			code = CLI_EXIT_API;
-		}
-	}
-	client_response_clear(&r);
-	return code;
+	return code ? code
+		    : cli_show_table(ctx, &r, "keys", "key list", cols,
+				     sizeof(cols) / sizeof(cols[0]));
 }
 
 /* ---- delete -------------------------------------------------------------------------- */
@@ -121,12 +109,7 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_seg(&u, a->pos[0]);
 	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json)
-		out_raw(&r);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_nothing(ctx, &r);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

@@ -129,27 +129,15 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		snprintf(key, sizeof(key), "metadata.%.*s", (int)(eq - meta[i]), meta[i]);
 		urlpath_query(&u, key, eq + 1);
 	}
+	static const struct out_col cols[] = {
+		{"ID", "id"},           {"TEMPLATE", "template"}, {"STATUS", "status"},
+		{"CREATED", "created_at"}, {"EXPIRES", "expires_at"},
+	};
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json) {
-		out_raw(&r);
-	} else {
-		static const struct out_col cols[] = {
-			{"ID", "id"},           {"TEMPLATE", "template"}, {"STATUS", "status"},
-			{"CREATED", "created_at"}, {"EXPIRES", "expires_at"},
-		};
-		json_t *rows = out_list_items(r.json, "sandboxes");
-		if (rows) {
-			out_table(rows, cols, sizeof(cols) / sizeof(cols[0]));
-		} else {
-			out_error("error: bad_response: the answer has no sandbox list");
-			code = CLI_EXIT_API;
-		}
-	}
-	client_response_clear(&r);
-	return code;
+	return code ? code
+		    : cli_show_table(ctx, &r, "sandboxes", "sandbox list", cols,
+				     sizeof(cols) / sizeof(cols[0]));
 }
 
 /* ---- get, delete, set-ttl ------------------------------------------------------ */
@@ -166,19 +154,10 @@ static const struct args_spec get_spec = {
 static int run_get(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
-	urlpath_init(&u);
-	urlpath_lit(&u, "/v1/sandboxes");
-	urlpath_seg(&u, a->pos[0]);
+	cli_sandbox_path(&u, a->pos[0], "");
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json || !json_is_object(r.json))
-		out_raw(&r);
-	else
-		out_fields(r.json);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_fields(ctx, &r);
 }
 
 static const struct args_spec delete_spec = {
@@ -192,17 +171,10 @@ static const struct args_spec delete_spec = {
 static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
-	urlpath_init(&u);
-	urlpath_lit(&u, "/v1/sandboxes");
-	urlpath_seg(&u, a->pos[0]);
+	cli_sandbox_path(&u, a->pos[0], "");
 	struct client_response r;
 	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	if (code)
-		return code;
-	if (ctx->json)
-		out_raw(&r);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_nothing(ctx, &r);
 }
 
 static const char *const ttl_pos[] = {"ID", "S", NULL};
@@ -224,10 +196,7 @@ static int run_set_ttl(struct cli_ctx *ctx, const struct args_result *a)
 	if (!body)
 		return cli_usage_error(ctx, "out of memory");
 	struct urlpath u;
-	urlpath_init(&u);
-	urlpath_lit(&u, "/v1/sandboxes");
-	urlpath_seg(&u, a->pos[0]);
-	urlpath_lit(&u, "/ttl");
+	cli_sandbox_path(&u, a->pos[0], "/ttl");
 	struct client_response r;
 	code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);

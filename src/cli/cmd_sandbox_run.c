@@ -43,10 +43,7 @@ static int post_run(struct cli_ctx *ctx, const char *id, const char *what, const
 		    struct client_response *r)
 {
 	struct urlpath u;
-	urlpath_init(&u);
-	urlpath_lit(&u, "/v1/sandboxes");
-	urlpath_seg(&u, id);
-	urlpath_lit(&u, what);
+	cli_sandbox_path(&u, id, what);
 	return cli_request(ctx, "POST", &u, body, r);
 }
 

@@ -24,35 +24,26 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/templates");
+	static const struct out_col cols[] = {
+		{"NAME", "name"},           {"STATUS", "status"},   {"VCPUS", "vcpus"},
+		{"MEMORY_MIB", "memory_mib"}, {"POOL", "pool_ready"}, {"BUILD", "build"},
+		{"ERROR", "error"},
+	};
 	struct client_response r;
 	int code = cli_request(ctx, "GET", &u, NULL, &r);
 	if (code)
 		return code;
-	json_t *rows = out_list_items(r.json, "templates");
-	if (ctx->json) {
-		out_raw(&r);
-	} else if (rows) {
-		/* Show the build's status rather than its whole object. */
-		size_t i;
-		json_t *row;
-		json_array_foreach(rows, i, row) {
-			json_t *b = json_object_get(row, "build");
-			json_t *st = json_object_get(b, "status");
-			if (json_is_object(b))
-				json_object_set(row, "build", st ? st : json_null());
-		}
-		static const struct out_col cols[] = {
-			{"NAME", "name"},           {"STATUS", "status"},   {"VCPUS", "vcpus"},
-			{"MEMORY_MIB", "memory_mib"}, {"POOL", "pool_ready"}, {"BUILD", "build"},
-			{"ERROR", "error"},
-		};
-		out_table(rows, cols, sizeof(cols) / sizeof(cols[0]));
-	} else {
-		out_error("error: bad_response: the answer has no template list");
-		code = CLI_EXIT_API;
+	/* The table shows the build's status rather than its whole object. */
+	json_t *rows = ctx->json ? NULL : out_list_items(r.json, "templates"), *row;
+	size_t i;
+	json_array_foreach(rows, i, row) {
+		json_t *b = json_object_get(row, "build");
+		json_t *st = json_object_get(b, "status");
+		if (json_is_object(b))
+			json_object_set(row, "build", st ? st : json_null());
 	}
-	client_response_clear(&r);
-	return code;
+	return cli_show_table(ctx, &r, "templates", "template list", cols,
+			      sizeof(cols) / sizeof(cols[0]));
 }
 
 /* ---- build ----------------------------------------------------------------------------- */
@@ -87,14 +78,7 @@ static int run_build(struct cli_ctx *ctx, const struct args_result *a)
 	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
-	if (code)
-		return code;
-	if (ctx->json || !json_is_object(r.json))
-		out_raw(&r);
-	else
-		out_fields(r.json);
-	client_response_clear(&r);
-	return CLI_EXIT_OK;
+	return code ? code : cli_show_fields(ctx, &r);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */
