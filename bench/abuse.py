@@ -81,6 +81,9 @@ def main():
     ap.add_argument("--template", default="code-interpreter")
     ap.add_argument("--cache", default=os.environ.get("PANDASTACK_CACHE", "/var/cache/pandastack"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--phases", default="memory_hog,fork_bomb,disk_fill,four_spinners,stdout_1gib,kernel_panic",
+                    help="comma-separated subset to run")
+    ap.add_argument("--keep", action="store_true", help="keep the daemon's folder and log")
     args = ap.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="pandastack-bench-abuse-"))
     proc, url, key = start_daemon(args.cache, work, 12)
@@ -145,7 +148,7 @@ def main():
         def spinners():
             sids = [create() for _ in range(4)]
             for s in sids:
-                run(s, "for i in 1 2; do (while :; do :; done) & done; echo started")
+                run(s, "for i in 1 2; do (while :; do :; done) >/dev/null 2>&1 & done; echo started")
             lat = []
             t_end = time.time() + 30
             lc = Client(url, key)
@@ -194,6 +197,8 @@ def main():
         for name, fn in (("memory_hog", memory_hog), ("fork_bomb", fork_bomb),
                          ("disk_fill", disk_fill), ("four_spinners", spinners),
                          ("stdout_1gib", big_stdout), ("kernel_panic", panic)):
+            if name not in args.phases.split(","):
+                continue
             print(f"bench/abuse: {name} ...", file=sys.stderr, flush=True)
             phase(name, fn)
         nb.stop = True
@@ -213,7 +218,10 @@ def main():
                 pass
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"bench/abuse: kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -44,21 +44,29 @@ class Client:
         self.conn = None
 
     def call(self, method, path, body=None, timeout=300):
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         headers = {"Authorization": f"Bearer {self.key}"}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        try:
-            self.conn.request(method, path, data, headers)
-            r = self.conn.getresponse()
-            return r.status, r.read()
-        except (OSError, http.client.HTTPException):
-            self.conn.close()
-            self.conn = None
-            raise
+        for attempt in (0, 1):
+            reused = self.conn is not None
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            self.conn.timeout = timeout
+            try:
+                self.conn.request(method, path, data, headers)
+                r = self.conn.getresponse()
+                return r.status, r.read()
+            except (OSError, http.client.HTTPException) as e:
+                self.conn.close()
+                self.conn = None
+                # the daemon closes keep-alive connections idle past its
+                # --idle-timeout: a reused one may be gone before the request
+                stale = isinstance(e, (http.client.RemoteDisconnected, BrokenPipeError,
+                                       ConnectionResetError))
+                if not (reused and stale and attempt == 0):
+                    raise
 
 
 def start_daemon(cache, workdir, sandboxes):

@@ -84,7 +84,7 @@ static const struct opt opts[] = {
 	{"--max-conns-per-ip", "PANDASTACK_MAX_CONNS_PER_IP", OPT_U64, F(max_conns_per_ip), 1,
 	 100000, "connections one client address may hold open (64)"},
 	{"--idle-timeout", "PANDASTACK_IDLE_TIMEOUT", OPT_U64, F(idle_timeout_s), 1, 3600,
-	 "seconds a connection may stay silent while the daemon waits for its request (30)"},
+	 "seconds a connection may stay silent while the daemon waits for its request (60)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -219,7 +219,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->reserve_memory_mib = 512;
 	cfg->ttl_grace_s = 10;
 	cfg->max_conns_per_ip = 64;
-	cfg->idle_timeout_s = 30;
+	cfg->idle_timeout_s = 60;
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;

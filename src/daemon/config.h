@@ -29,7 +29,7 @@
  *   --tls-key FILE               PANDASTACK_TLS_KEY               (none)
  *   --insecure-http              allow plain HTTP on a non-loopback address
  *   --max-conns-per-ip N         PANDASTACK_MAX_CONNS_PER_IP      64
- *   --idle-timeout S             PANDASTACK_IDLE_TIMEOUT          30 (a connection silent
+ *   --idle-timeout S             PANDASTACK_IDLE_TIMEOUT          60 (a connection silent
  *                                                                   this long while sending
  *                                                                   headers or a body is cut)
  *   --print-routes               print "METHOD PATTERN" per served route and exit

@@ -300,6 +300,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return r->abort ? MHD_NO : MHD_YES;
 	}
 	if (!r->status && !r->abort) {
+		/* --idle-timeout guards the wait for a request's head and body;
+		 * from here the handler and its answer may take as long as the
+		 * operation does (an exec of minutes, a quiet stream), and
+		 * libmicrohttpd would otherwise cut the connection before the
+		 * answer went out.  on_completed sets it back for keep-alive. */
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
 		if (r->body_over)
 			http_reply_error(r, API_ERR_BODY_TOO_LARGE,
 					 "the body is larger than %llu bytes",
@@ -321,10 +327,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *r = *con_cls;
-	(void)cls;
-	(void)conn;
+	struct http_server *srv = cls;
 	if (!r)
 		return;
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)srv->d->cfg.idle_timeout_s);
 	static const char *const terms[] = {"ok", "error", "timeout", "shutdown", "read_error",
 					    "client_abort"};
 	const char *term = (unsigned)toe < sizeof(terms) / sizeof(terms[0]) ? terms[toe] : "?";

@@ -206,3 +206,22 @@ def test_plain_http_on_a_public_address_is_refused(tmp_root):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "plain HTTP" in r.stderr and "--insecure-http" in r.stderr, r.stderr
+
+
+def test_idle_timeout_cuts_silent_clients_not_long_calls(daemon_factory, template):
+    import socket
+    d = daemon_factory("idle", ["--pool-size", "0", "--idle-timeout", "2"])
+    # a client that never finishes its request head is cut
+    s = socket.create_connection(("127.0.0.1", d.port))
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    s.settimeout(30)
+    t0 = time.time()
+    assert s.recv(100) == b""
+    assert time.time() - t0 < 15
+    s.close()
+    # a call that takes longer than the idle timeout is answered whole
+    sb = create_sandbox(d, template, ttl_seconds=300)
+    t0 = time.time()
+    r = exec_cmd(d, sb["id"], "sleep 5; echo done")
+    assert r["stdout"] == "done\n" and time.time() - t0 >= 5, r
+    d.request("DELETE", f"/v1/sandboxes/{sb['id']}")
