@@ -43,7 +43,7 @@ static int handshake_frame(struct guest_conn *c, const struct proto_frame *f)
 	if (f->stream != 0)
 		return 0;
 	if (f->type == PROTO_ERROR) {
-		json_t *j = guest_link_parse_object(f);
+		json_t *j = guest_link_parse_object(f->payload, f->len);
 		const char *code = json_string_value(json_object_get(j, "code"));
 		int unsupported = code && strcmp(code, "EPROTONOSUPPORT") == 0;
 		json_decref(j);

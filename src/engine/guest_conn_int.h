@@ -21,8 +21,16 @@
 #include "engine/guest_stream.h"
 
 #define CONTROL_SEND_TIMEOUT_MS 10000           /* OPEN, WINDOW, CANCEL, EOF, PONG */
+/* Queued non-DATA messages (EVENT, END, ERROR, EOF) are kept as the bytes
+ * the agent sent and parsed only when their owner takes them, so what they
+ * cost is what is charged: their payload plus the queue node.  DATA is
+ * bounded by the credit the host grants instead. */
 #define STREAM_JSON_CAP (16u * 1024u * 1024u)   /* queued non-DATA bytes per stream */
-#define CONN_JSON_CAP (64u * 1024u * 1024u)     /* the same, whole connection */
+#define CONN_JSON_CAP (64u * 1024u * 1024u)     /* the same, one sandbox's connection */
+#define GLOBAL_JSON_CAP (256u * 1024u * 1024u)  /* the same, every connection of the process */
+/* Stream-0 ERROR frames logged per connection and minute; the rest are
+ * counted and the count logged once the minute is over. */
+#define AGENT_ERRORS_LOGGED_PER_MIN 10u
 #define STREAM_MSG_CAP 4096u                    /* queued non-DATA messages per stream */
 #define READ_CHUNK (64u * 1024u)                /* bytes read from the socket at once */
 #define DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
@@ -30,7 +38,7 @@
 struct msg_node {
 	struct msg_node *next;
 	struct guest_msg m;
-	size_t cost;            /* bytes charged to the JSON caps */
+	size_t cost;            /* bytes charged to the JSON caps (0 for DATA) */
 };
 
 struct guest_stream {
@@ -62,6 +70,9 @@ struct guest_conn {
 	struct guest_stream *slot[PROTO_MAX_STREAMS];
 	uint32_t next_id;
 	size_t json_bytes;      /* non-DATA bytes queued on all streams */
+	int64_t errlog_since;   /* monotonic ms: start of the ERROR-logging minute */
+	unsigned errlog_n;      /* ERROR frames logged in that minute */
+	unsigned errlog_dropped; /* ... and not logged */
 	json_t *info;
 	uint64_t nonce;
 	struct guest_conn_stats stats; /* set before the reader starts */
@@ -91,9 +102,14 @@ void guest_link_kill_locked(struct guest_conn *c);
 int guest_link_send(struct guest_conn *c, uint8_t type, uint8_t flags, uint32_t id,
 		    const void *payload, uint32_t len, int timeout_ms);
 
-/* guest_link_parse_object - the JSON object a frame's payload holds (new
- * reference; strings may hold U+0000), or NULL if it is not one. */
-json_t *guest_link_parse_object(const struct proto_frame *f);
+/* guest_link_parse_object - the JSON object len bytes at buf hold (new
+ * reference; strings may hold U+0000), or NULL if they are not one. */
+json_t *guest_link_parse_object(const uint8_t *buf, size_t len);
+
+/* guest_link_global_charge - add n (may be negative) to the bytes queued by
+ * every connection of the process; with n > 0, refuses (returns -ENOBUFS,
+ * nothing added) if that would pass GLOBAL_JSON_CAP.  Any thread. */
+int guest_link_global_charge(long n);
 
 /* --- guest_stream.c: the reader thread ----------------------------------------- */
 

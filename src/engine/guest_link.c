@@ -39,9 +39,26 @@ void guest_link_kill_locked(struct guest_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-json_t *guest_link_parse_object(const struct proto_frame *f)
+static size_t global_json_bytes;
+
+int guest_link_global_charge(long n)
 {
-	json_t *j = json_loadb((const char *)f->payload, f->len, JSON_ALLOW_NUL, NULL);
+	if (n <= 0) {
+		__atomic_sub_fetch(&global_json_bytes, (size_t)-n, __ATOMIC_RELAXED);
+		return 0;
+	}
+	size_t now = __atomic_load_n(&global_json_bytes, __ATOMIC_RELAXED);
+	do {
+		if (now + (size_t)n > GLOBAL_JSON_CAP)
+			return -ENOBUFS;
+	} while (!__atomic_compare_exchange_n(&global_json_bytes, &now, now + (size_t)n, 1,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return 0;
+}
+
+json_t *guest_link_parse_object(const uint8_t *buf, size_t len)
+{
+	json_t *j = json_loadb((const char *)buf, len, JSON_ALLOW_NUL, NULL);
 	if (j && !json_is_object(j)) {
 		json_decref(j);
 		j = NULL;

@@ -31,6 +31,7 @@
 
 #include "common/deadline.h"
 #include "common/log.h"
+#include "common/util.h"
 
 /* --- stream bookkeeping (c->lock held) ------------------------------------------ */
 
@@ -47,6 +48,7 @@ static void drop_msgs(struct guest_stream *s)
 	while (n) {
 		struct msg_node *next = n->next;
 		s->c->json_bytes -= n->cost;
+		guest_link_global_charge(-(long)n->cost);
 		msg_free(n);
 		n = next;
 	}
@@ -173,8 +175,7 @@ static void handle_stream_frame(struct guest_conn *c, struct guest_stream *s,
 			 : f->type == PROTO_END ? GUEST_MSG_END
 						 : GUEST_MSG_ERROR;
 		m.channel = 0;
-		m.len = f->len;
-		cost = f->len + 64;
+		cost = f->len + sizeof(struct msg_node);
 		if (f->type != PROTO_EVENT) {
 			s->ended = 1;
 			off_wire(s);
@@ -182,11 +183,6 @@ static void handle_stream_frame(struct guest_conn *c, struct guest_stream *s,
 		if (s->owner_closed) {
 			if (s->ended)
 				(void)stream_free_locked(s); /* the handle keeps c alive */
-			return;
-		}
-		m.json = guest_link_parse_object(f);
-		if (!m.json) {
-			stream_fail(s, -EPROTO, out);
 			return;
 		}
 		break;
@@ -199,15 +195,55 @@ static void handle_stream_frame(struct guest_conn *c, struct guest_stream *s,
 	}
 	if (m.kind != GUEST_MSG_DATA &&
 	    (s->nmsgs >= STREAM_MSG_CAP || s->json_bytes + cost > STREAM_JSON_CAP ||
-	     c->json_bytes + cost > CONN_JSON_CAP)) {
+	     c->json_bytes + cost > CONN_JSON_CAP || guest_link_global_charge((long)cost) < 0)) {
 		guest_msg_clear(&m);
 		stream_fail(s, -EPROTO, out); /* the agent floods us */
 		return;
 	}
+	if (m.kind != GUEST_MSG_DATA && m.kind != GUEST_MSG_EOF) {
+		/* Kept as sent; parsed when its owner takes it. */
+		m.data = malloc(f->len ? f->len : 1);
+		if (!m.data) {
+			guest_link_global_charge(-(long)cost);
+			stream_fail(s, -ENOMEM, out);
+			return;
+		}
+		memcpy(m.data, f->payload, f->len);
+		m.len = f->len;
+	}
 	if (stream_push(s, &m, cost) < 0) {
+		if (m.kind != GUEST_MSG_DATA)
+			guest_link_global_charge(-(long)cost);
 		guest_msg_clear(&m);
 		stream_fail(s, -ENOMEM, out);
 	}
+}
+
+/* An ERROR frame on stream 0: the agent's complaint about the connection.
+ * Logged at most AGENT_ERRORS_LOGGED_PER_MIN times a minute per connection
+ * (the guest must not be able to fill the daemon's log); the rest are
+ * counted and the count logged when the minute is over (c->lock held). */
+static void log_agent_error(struct guest_conn *c, const struct proto_frame *f)
+{
+	int64_t now = util_now_ms();
+	if (now - c->errlog_since >= 60000) {
+		if (c->errlog_dropped)
+			log_kv(LOG_WARN, "guest_conn.agent_errors_dropped", "count=%u minute_ms=%lld",
+			       c->errlog_dropped, (long long)(now - c->errlog_since));
+		c->errlog_since = now;
+		c->errlog_n = 0;
+		c->errlog_dropped = 0;
+	}
+	if (c->errlog_n >= AGENT_ERRORS_LOGGED_PER_MIN) {
+		c->errlog_dropped++;
+		return;
+	}
+	c->errlog_n++;
+	char txt[200], q[240];
+	size_t n = f->len < sizeof(txt) - 1 ? f->len : sizeof(txt) - 1;
+	memcpy(txt, f->payload, n);
+	txt[n] = '\0';
+	log_kv(LOG_WARN, "guest_conn.agent_error", "msg=%s", log_quote(txt, q, sizeof(q)));
 }
 
 static void handle_frame(struct guest_conn *c, const struct proto_frame *f,
@@ -230,15 +266,9 @@ static void handle_frame(struct guest_conn *c, const struct proto_frame *f,
 			memcpy(out->pong, f->payload, 8);
 			out->pong_due = 1;
 			break;
-		case PROTO_ERROR: {
-			char txt[200], q[240];
-			size_t n = f->len < sizeof(txt) - 1 ? f->len : sizeof(txt) - 1;
-			memcpy(txt, f->payload, n);
-			txt[n] = '\0';
-			log_kv(LOG_WARN, "guest_conn.agent_error", "msg=%s",
-			       log_quote(txt, q, sizeof(q)));
+		case PROTO_ERROR:
+			log_agent_error(c, f);
 			break;
-		}
 		default: /* HELLO_ACK repeats (we resent HELLO), PONG */
 			break;
 		}
@@ -546,12 +576,34 @@ int guest_stream_read(struct guest_stream *s, struct guest_msg *m, int timeout_m
 		s->nmsgs--;
 		s->json_bytes -= n->cost;
 		c->json_bytes -= n->cost;
+		guest_link_global_charge(-(long)n->cost);
 	}
 	if (n->m.kind == GUEST_MSG_END || n->m.kind == GUEST_MSG_ERROR)
 		s->end_taken = 1;
 	pthread_mutex_unlock(&c->lock);
 	*m = n->m;
 	free(n);
+	if (m->kind == GUEST_MSG_EVENT || m->kind == GUEST_MSG_END || m->kind == GUEST_MSG_ERROR) {
+		/* Parsed now, by the owner's thread, one message at a time. */
+		m->json = guest_link_parse_object(m->data, m->len);
+		free(m->data);
+		m->data = NULL;
+		m->len = 0;
+		if (!m->json) {
+			/* Not a JSON object: the stream fails as if it had
+			 * arrived so (what was queued after it is dropped). */
+			struct reader_out out = {0};
+			pthread_mutex_lock(&c->lock);
+			drop_msgs(s);
+			stream_fail(s, -EPROTO, &out);
+			pthread_mutex_unlock(&c->lock);
+			for (int i = 0; i < out.ncancel; i++)
+				guest_link_send(c, PROTO_CANCEL, 0, out.cancel[i], NULL, 0,
+						CONTROL_SEND_TIMEOUT_MS);
+			memset(m, 0, sizeof(*m));
+			return -EPROTO;
+		}
+	}
 	if (grant) {
 		uint8_t w[4];
 		proto_put_u32(w, grant);

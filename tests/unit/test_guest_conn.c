@@ -3,8 +3,9 @@
  * agent played by this test on a Unix socket: the handshake (resent HELLO,
  * stale nonces, wrong version, EPROTONOSUPPORT, timeout), and after it DATA
  * beyond the credit, DATA on the host's channel, bad JSON in END, an EVENT
- * flood, garbage on stream 0, PING, an agent that stops reading, and
- * streams outliving their connection.  A broken agent must cost its stream
+ * flood, garbage on stream 0, PING, an agent that stops reading, streams
+ * outliving their connection, and a flood of ERROR frames that the log
+ * takes only a few lines of.  A broken agent must cost its stream
  * or its connection, never the caller.
  */
 #include <errno.h>
@@ -313,6 +314,47 @@ static void test_end_then_zero_and_epipe(void **state)
 	fake_close(&f);
 }
 
+/* A guest flooding ERROR frames on stream 0 costs the daemon's log a
+ * bounded number of lines, and the connection keeps working. */
+static void test_agent_error_flood_bounded_in_log(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct guest_conn *c = connect_fake(&f);
+	char logpath[] = "/tmp/pandastack-errlog-XXXXXX";
+	int lfd = mkstemp(logpath);
+	assert_true(lfd >= 0);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(lfd, STDERR_FILENO), STDERR_FILENO);
+	const char *e = "{\"code\": \"EFLOOD\", \"message\": \"from a hostile guest\"}";
+	for (int i = 0; i < 20000; i++)
+		fake_send(&f, PROTO_ERROR, 0, 0, e, (uint32_t)strlen(e));
+	/* the frames before a PING are handled before its PONG */
+	uint8_t buf[64];
+	fake_send(&f, PROTO_PING, 0, 0, "syncsync", 8);
+	assert_true(fake_expect(&f, PROTO_PONG, buf, sizeof(buf)) == 0);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	char *text = NULL;
+	size_t len = 0;
+	assert_int_equal(util_read_file(logpath, 1 << 24, &text, &len), 0);
+	unlink(logpath);
+	close(lfd);
+	unsigned lines = 0;
+	for (const char *p = text; (p = strstr(p, "event=guest_conn.agent_error ")); p++)
+		lines++;
+	free(text);
+	/* the probe sees the lines (the first are logged), and no more than
+	 * the minute's allowance */
+	assert_true(lines >= 1);
+	assert_true(lines <= 10);
+	assert_true(len < 10 * 512);
+	assert_true(guest_conn_alive(c));
+	guest_conn_close(c);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -322,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_kills_connection_not_caller),
 		cmocka_unit_test(test_stalled_agent_times_out),
 		cmocka_unit_test(test_end_then_zero_and_epipe),
+		cmocka_unit_test(test_agent_error_flood_bounded_in_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
