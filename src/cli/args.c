@@ -110,6 +110,14 @@ static int parse_long_flag(const struct args_spec *spec, int argc, char *const a
 		out->json = 1;
 		return 0;
 	}
+	if (nlen == 7 && memcmp(a, "ca-file", 7) == 0) {
+		if (!eq && *i + 1 >= argc)
+			return fail(err, errlen, -EINVAL, "flag --ca-file needs a value (FILE)");
+		out->ca_file = eq ? eq + 1 : argv[++*i];
+		if (!*out->ca_file)
+			return fail(err, errlen, -EINVAL, "flag --ca-file needs a non-empty value");
+		return 0;
+	}
 	int f = find_flag(spec, a, nlen);
 	if (f < 0)
 		return fail(err, errlen, -EINVAL, "unknown flag --%.*s", (int)(nlen > 64 ? 64 : nlen),
@@ -351,6 +359,8 @@ void args_print_help(const struct args_spec *spec, FILE *f)
 		}
 	}
 	fprintf(f, "  %-*s  %s\n", (int)width, "--json", "print the API's JSON answer as is");
+	fprintf(f, "  %-*s  %s\n", (int)width, "--ca-file FILE",
+		"trust only the CA certificates in FILE (PEM) for https");
 	fprintf(f, "  %-*s  %s\n", (int)width, "-h, --help", "show this help");
 	if (spec->details)
 		fprintf(f, "\n%s", spec->details);

@@ -6,7 +6,8 @@
  * values, or a usage message (the caller exits 2).  Rules (docs/cli.md):
  *   - long flags only: "--ttl 3600" and "--ttl=3600" are the same; a
  *     boolean flag takes no value; -h and --help ask for help;
- *   - every command also accepts --json (machine output);
+ *   - every command also accepts --json (machine output) and --ca-file FILE
+ *     (the CA certificates trusted for https);
  *   - required positionals (ID, ...) come in order, flags may be mixed in;
  *   - "--" ends the flags: every word after it belongs to the command's
  *     trailing argument (CMD, CODE), and so does every word from the first
@@ -61,6 +62,7 @@ struct args_result {
 	const struct args_spec *spec;
 	int help;                                  /* -h or --help seen */
 	int json;                                  /* --json seen */
+	const char *ca_file;                       /* --ca-file's value (borrowed) or NULL */
 	const char *pos[ARGS_MAX_POS];             /* borrowed from argv */
 	size_t npos;
 	struct args_occurrence occ[ARGS_MAX_VALUES];

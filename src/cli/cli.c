@@ -21,7 +21,7 @@ static const struct cli_group *const groups[] = {
 
 static void print_main_help(FILE *f)
 {
-	fprintf(f, "Usage: pandastack [--json] GROUP COMMAND [ARGS...]\n\n"
+	fprintf(f, "Usage: pandastack [--json] [--ca-file FILE] GROUP COMMAND [ARGS...]\n\n"
 		   "The PandaStack command-line client: sandboxes, their files, API keys and\n"
 		   "templates, through the REST API.\n\nGroups:\n");
 	for (size_t g = 0; g < NGROUPS; g++) {
@@ -39,6 +39,8 @@ static void print_main_help(FILE *f)
 		"\nEnvironment:\n"
 		"  PANDASTACK_API_URL  the API's base URL (default " CLI_DEFAULT_URL ")\n"
 		"  PANDASTACK_API_KEY  your API key (pds_...), sent as a Bearer token\n"
+		"  PANDASTACK_CA_FILE  PEM file of the CA certificates trusted for https,\n"
+		"                      instead of the system's (--ca-file FILE wins over it)\n"
 		"\nExit codes: 0 success; 1 API error (its code and message on stderr), API\n"
 		"unreachable, or a local file error; 2 usage error.  'sandbox exec' and\n"
 		"'sandbox run-code' exit with the command's own exit code instead.\n"
@@ -79,8 +81,9 @@ static int is_help(const char *a)
 	return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0;
 }
 
-/* Run command c with the words after its name; json: --json came first. */
-static int run_cmd(const struct cli_cmd *c, int argc, char **argv, int json)
+/* Run command c with the words after its name; json, ca_file: --json and
+ * --ca-file came first (ca_file NULL when not). */
+static int run_cmd(const struct cli_cmd *c, int argc, char **argv, int json, const char *ca_file)
 {
 	struct args_result a;
 	char err[256];
@@ -94,7 +97,8 @@ static int run_cmd(const struct cli_cmd *c, int argc, char **argv, int json)
 		args_result_free(&a);
 		return CLI_EXIT_OK;
 	}
-	struct cli_ctx ctx = {.path = c->spec->path, .json = json || a.json};
+	struct cli_ctx ctx = {.path = c->spec->path, .json = json || a.json,
+			      .ca_file = a.ca_file ? a.ca_file : ca_file};
 	int code = c->run(&ctx, &a);
 	client_free(ctx.client);
 	args_result_free(&a);
@@ -108,6 +112,7 @@ static int run_cmd(const struct cli_cmd *c, int argc, char **argv, int json)
 int cli_main(int argc, char **argv)
 {
 	int i = 1, json = 0;
+	const char *ca_file = NULL;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (is_help(argv[i])) {
 			print_main_help(stdout);
@@ -117,6 +122,13 @@ int cli_main(int argc, char **argv)
 			return CLI_EXIT_OK;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
+		} else if (strncmp(argv[i], "--ca-file", 9) == 0 &&
+			   (argv[i][9] == '=' || argv[i][9] == '\0')) {
+			ca_file = argv[i][9] ? argv[i] + 10 : i + 1 < argc ? argv[++i] : "";
+			if (!*ca_file) {
+				out_usage("", "flag --ca-file needs a value (FILE)");
+				return CLI_EXIT_USAGE;
+			}
 		} else {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "unknown flag %.64s", argv[i]);
@@ -169,5 +181,5 @@ int cli_main(int argc, char **argv)
 		out_usage(g->name, msg);
 		return CLI_EXIT_USAGE;
 	}
-	return run_cmd(c, argc - i - 2, argv + i + 2, json);
+	return run_cmd(c, argc - i - 2, argv + i + 2, json, ca_file);
 }

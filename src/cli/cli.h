@@ -10,8 +10,9 @@
  *   2  usage: bad flags, missing arguments, bad environment
  *   N  sandbox exec / run-code: the command's own exit code
  *
- * Environment: PANDASTACK_API_URL (default CLI_DEFAULT_URL) and
- * PANDASTACK_API_KEY (required by every command that calls the API).
+ * Environment: PANDASTACK_API_URL (default CLI_DEFAULT_URL),
+ * PANDASTACK_API_KEY (required by every command that calls the API) and
+ * PANDASTACK_CA_FILE (the CA certificates trusted for https; --ca-file wins).
  * Threads: the main thread only.
  */
 #ifndef PANDASTACK_CLI_CLI_H
@@ -32,6 +33,7 @@
 struct cli_ctx {
 	const char *path;       /* "sandbox exec": for messages */
 	int json;               /* --json: print the API's JSON as is */
+	const char *ca_file;    /* --ca-file (borrowed from argv) or NULL */
 	struct client *client; /* made by cli_client at first use; freed by cli_main */
 };
 
@@ -63,9 +65,10 @@ extern const struct cli_group cli_group_templates;
 int cli_main(int argc, char **argv);
 
 /*
- * cli_client - the API client from the environment (made once per ctx, owned
- * by ctx).  Returns CLI_EXIT_OK with *out, or CLI_EXIT_USAGE after printing
- * why (no key, bad URL), or CLI_EXIT_API (libcurl failed).
+ * cli_client - the API client from the environment and ctx->ca_file (made
+ * once per ctx, owned by ctx).  Returns CLI_EXIT_OK with *out, or
+ * CLI_EXIT_USAGE after printing why (no key, bad URL), or CLI_EXIT_API
+ * (libcurl failed).
  */
 int cli_client(struct cli_ctx *ctx, struct client **out);
 

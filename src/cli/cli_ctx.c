@@ -27,6 +27,7 @@ int cli_client(struct cli_ctx *ctx, struct client **out)
 	}
 	const char *url = getenv("PANDASTACK_API_URL");
 	const char *key = getenv("PANDASTACK_API_KEY");
+	const char *ca_file = ctx->ca_file ? ctx->ca_file : getenv("PANDASTACK_CA_FILE");
 	if (!url || !*url)
 		url = CLI_DEFAULT_URL;
 	if (!key || !*key) {
@@ -34,7 +35,8 @@ int cli_client(struct cli_ctx *ctx, struct client **out)
 		return CLI_EXIT_USAGE;
 	}
 	char err[256];
-	int rc = client_new(url, key, &ctx->client, err, sizeof(err));
+	int rc = client_new(url, key, ca_file && *ca_file ? ca_file : NULL, &ctx->client, err,
+			    sizeof(err));
 	if (rc) {
 		out_error("%s", err[0] ? err : strerror(-rc));
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_API;

@@ -111,8 +111,8 @@ fail:
 	return NULL;
 }
 
-int client_new(const char *base_url, const char *key, struct client **out, char *err,
-	       size_t errlen)
+int client_new(const char *base_url, const char *key, const char *ca_file, struct client **out,
+	       char *err, size_t errlen)
 {
 	*out = NULL;
 	if (err && errlen)
@@ -122,6 +122,10 @@ int client_new(const char *base_url, const char *key, struct client **out, char 
 		return rc;
 	if ((rc = check_key(key, err, errlen)))
 		return rc;
+	if (ca_file && (!*ca_file || strlen(ca_file) > CLIENT_CA_FILE_MAX)) {
+		snprintf(err, errlen, "the CA file's path must be 1 to %d bytes", CLIENT_CA_FILE_MAX);
+		return -EINVAL;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		snprintf(err, errlen, "libcurl failed to start");
 		return -EIO;
@@ -135,6 +139,8 @@ int client_new(const char *base_url, const char *key, struct client **out, char 
 	size_t bl = strlen(c->base);
 	while (bl > 0 && c->base[bl - 1] == '/')
 		c->base[--bl] = '\0';
+	if (ca_file && !(c->ca_file = strdup(ca_file)))
+		goto nomem;
 	char auth[CLIENT_KEY_MAX + 32];
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
 	c->hdr_plain = headers(auth, NULL);
@@ -167,6 +173,7 @@ void client_free(struct client *c)
 	curl_slist_free_all(c->hdr_json);
 	curl_slist_free_all(c->hdr_bytes);
 	free(c->base);
+	free(c->ca_file);
 	free(c);
 }
 
@@ -211,6 +218,10 @@ int client__prepare(struct client *c, const char *method, const char *path,
 		rc = curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CLIENT_CONNECT_TIMEOUT_MS);
+	if (rc == CURLE_OK && c->ca_file) /* the file alone: no CA directory either */
+		rc = curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+	if (rc == CURLE_OK && c->ca_file)
+		rc = curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
 	if (rc == CURLE_OK) {
 		if (strcmp(method, "GET") == 0)
 			rc = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -242,6 +253,18 @@ int client__transport_error(struct client *c, CURLcode rc, struct client_error *
 	case CURLE_OPERATION_TIMEDOUT:
 		set_err(err, 0, "timeout", "request to %s timed out: %s", c->base, detail);
 		return -ETIMEDOUT;
+	case CURLE_PEER_FAILED_VERIFICATION:
+		set_err(err, 0, "tls_failed",
+			"the TLS certificate of %s is not trusted: %s (give its CA's PEM file "
+			"with PANDASTACK_CA_FILE or --ca-file)", c->base, detail);
+		return -EPROTO;
+	case CURLE_SSL_CACERT_BADFILE:
+		set_err(err, 0, "tls_failed", "cannot use the CA file %s: %s",
+			c->ca_file ? c->ca_file : "(none)", detail);
+		return -EPROTO;
+	case CURLE_SSL_CONNECT_ERROR:
+		set_err(err, 0, "tls_failed", "the TLS handshake with %s failed: %s", c->base, detail);
+		return -EPROTO;
 	case CURLE_OUT_OF_MEMORY:
 		set_err(err, 0, "out_of_memory", "out of memory");
 		return -ENOMEM;

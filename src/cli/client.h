@@ -8,6 +8,8 @@
  * are spoken, redirects are not followed (the key must not travel to
  * another host), paths are sent as built (urlpath.h; libcurl does not
  * rewrite dot segments), connecting gives up after CLIENT_CONNECT_TIMEOUT_MS.
+ * An https server's certificate and name are checked against the system's
+ * CA store, or against the client's CA file alone (as curl --cacert).
  * With PANDASTACK_LOG=debug each request is logged as a key=value line.
  *
  * Errors: functions return 0 or -errno and fill a struct client_error:
@@ -16,6 +18,8 @@
  *                  (or "http_<status>" and the start of a body of
  *                  another shape)
  *   -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -EIO   no (complete) answer
+ *   -EPROTO        the TLS handshake failed ("tls_failed": an untrusted
+ *                  certificate, an unreadable CA file, not a TLS server)
  *   -EFBIG         the answer passed CLIENT_RESPONSE_MAX
  *   -EBADMSG       a 2xx answer that is not JSON
  *   -ENOMEM
@@ -36,6 +40,7 @@
 #define CLIENT_CONNECT_TIMEOUT_MS 10000
 #define CLIENT_URL_MAX 2048              /* bytes of the base URL */
 #define CLIENT_KEY_MAX 512               /* bytes of the API key */
+#define CLIENT_CA_FILE_MAX 4096          /* bytes of the CA file's path */
 
 struct client_error {
 	long status;        /* HTTP status; 0 when no answer came */
@@ -54,14 +59,18 @@ struct client;
 
 /*
  * client_new - a client for base_url ("http://127.0.0.1:8080", with or
- * without a path prefix and trailing "/") sending key as the bearer token.
- * Both are checked: an http(s) URL of at most CLIENT_URL_MAX bytes; a key of
- * 1..CLIENT_KEY_MAX printable ASCII bytes without spaces.  Strings are copied.
+ * without a path prefix and trailing "/") sending key as the bearer token;
+ * ca_file: the path of a PEM file of the CA certificates that an https
+ * server's certificate is checked against instead of the system's store
+ * (read by libcurl at each request), or NULL for the system's store.
+ * Checked: an http(s) URL of at most CLIENT_URL_MAX bytes; a key of
+ * 1..CLIENT_KEY_MAX printable ASCII bytes without spaces; a ca_file path of
+ * 1..CLIENT_CA_FILE_MAX bytes.  Strings are copied.
  * Returns 0 with *out (client_free), -EINVAL with a message in err
  * (errlen bytes), -ENOMEM, -EIO (libcurl failed to start).
  */
-int client_new(const char *base_url, const char *key, struct client **out, char *err,
-	       size_t errlen);
+int client_new(const char *base_url, const char *key, const char *ca_file, struct client **out,
+	       char *err, size_t errlen);
 
 /* client_free - close connections and free c.  NULL is a no-op. */
 void client_free(struct client *c);

@@ -18,6 +18,7 @@
 struct client {
 	CURL *curl;
 	char *base;                    /* without trailing "/" */
+	char *ca_file;                 /* CURLOPT_CAINFO, or NULL: the system's store */
 	struct curl_slist *hdr_plain;  /* auth + accept */
 	struct curl_slist *hdr_json;   /* + Content-Type: application/json */
 	struct curl_slist *hdr_bytes;  /* + Content-Type: application/octet-stream */

@@ -1,7 +1,7 @@
 /*
  * test_cli_args.c - the CLI's argument parsing (src/cli/args.c: both flag
  * forms, "--", trailing command words, required flags and positionals,
- * help, limits, integers) and URL building (src/cli/urlpath.c: percent-
+ * help, --json and --ca-file, limits, integers) and URL building (src/cli/urlpath.c: percent-
  * encoding of path segments and query values, refused segments, caps).
  */
 #include <errno.h>
@@ -195,6 +195,32 @@ static void test_help_and_json(void **state)
 	assert_int_equal(a.json, 1);
 	assert_int_equal(a.help, 0);
 	args_result_free(&a);
+}
+
+/* --ca-file, like --json, is every command's: both forms, a value needed;
+ * inside the command's trailing words it is theirs. */
+static void test_ca_file(void **state)
+{
+	(void)state;
+	struct args_result a;
+	char err[256];
+	assert_int_equal(PARSE(create_spec, &a, err, "--template", "t"), 0);
+	assert_null(a.ca_file);
+	args_result_free(&a);
+	assert_int_equal(PARSE(create_spec, &a, err, "--ca-file", "/c.pem", "--template", "t"), 0);
+	assert_string_equal(a.ca_file, "/c.pem");
+	assert_int_equal(a.nocc, 1);
+	args_result_free(&a);
+	assert_int_equal(PARSE(exec_spec, &a, err, "sbx_1", "--ca-file=/a.pem", "--ca-file", "/b.pem",
+			       "--", "ls", "--ca-file", "x"),
+			 0);
+	assert_string_equal(a.ca_file, "/b.pem");
+	assert_string_equal(a.rest, "ls --ca-file x");
+	args_result_free(&a);
+	assert_int_equal(PARSE(create_spec, &a, err, "--template", "t", "--ca-file"), -EINVAL);
+	assert_string_equal(err, "flag --ca-file needs a value (FILE)");
+	assert_int_equal(PARSE(create_spec, &a, err, "--template", "t", "--ca-file="), -EINVAL);
+	assert_string_equal(err, "flag --ca-file needs a non-empty value");
 }
 
 static void test_repeat_and_last_value(void **state)
@@ -415,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_missing_pieces_are_usage_errors),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_help_and_json),
+		cmocka_unit_test(test_ca_file),
 		cmocka_unit_test(test_repeat_and_last_value),
 		cmocka_unit_test(test_positionals),
 		cmocka_unit_test(test_limits),
