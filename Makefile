@@ -11,6 +11,7 @@
 #   check-symbols      fails when two of the libraries define the same global symbol
 #   fuzz               every fuzz target (tests/fuzz, clang's libFuzzer), FUZZ_SECONDS each
 #   test-sdk           the Python and TypeScript SDKs against local fake servers
+#   sdk-ts-build       the TypeScript SDK's dist/ (npm ci on first use)
 #   web                the dashboard (web/), bundled into build/web
 #   api-errors         writes the SDKs' error tables from src/daemon/api_errors.def
 #   check-api-errors   fails when those tables are stale
@@ -22,7 +23,8 @@
 #   images templates   guest images, then every template baked from them
 #   smoke              one sandbox: create, run python, stop
 #   test-engine        the engine on real guests (tests/engine)
-#   test-integration   the daemon, the CLI and the images over HTTP (tests/integration, pytest)
+#   test-integration   the daemon, the CLI, the SDKs over https and the images
+#                      (tests/integration, pytest)
 #   test-web           the dashboard in chromium against a live daemon
 #   conformance-python the Python SDK's document examples against a daemon it starts
 #   bench-create bench-api bench-contexts   figures (bench/)
@@ -182,7 +184,7 @@ bench-kernel: $(BUILD)/bench/kernel
 PYTHON ?= /usr/bin/python3
 
 .PHONY: test-integration bench-api
-test-integration: $(BUILD)/pandastackd
+test-integration: $(BUILD)/pandastackd $(BUILD)/pandastack sdk-ts-build
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) -m pytest -q tests/integration
 
 bench-api: $(BUILD)/pandastackd
@@ -214,9 +216,13 @@ lint-openapi:
 
 # --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
 # local fake servers (docs/sdk-typescript.md) ----------------------------------
-.PHONY: test-sdk-ts test-sdk
-test-sdk-ts:
-	cd sdk/typescript && { [ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test
+# (sdk-ts-build: dist/ only, which the integration tests' node scripts import)
+.PHONY: sdk-ts-build test-sdk-ts test-sdk
+sdk-ts-build:
+	cd sdk/typescript && { [ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build
+
+test-sdk-ts: sdk-ts-build
+	cd sdk/typescript && npm test
 
 test-sdk: check-api-errors test-sdk-python test-sdk-ts
 

@@ -2,7 +2,8 @@
 
 Each test gets (or shares) a real `build/pandastackd` started on a fresh
 temporary data dir and a free loopback port (port 0, read back from the
-daemon's `event=http.listening` log line), talked to over HTTP.
+daemon's `event=http.listening` log line), talked to over HTTP (or HTTPS when
+started with a certificate).
 
 Environment:
   PANDASTACK_CACHE          template cache (default /var/cache/pandastack)
@@ -19,6 +20,7 @@ import pathlib
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -50,14 +52,25 @@ class Response:
 
 
 class Daemon:
-    """One pandastackd process on its own data dir."""
+    """One pandastackd process on its own data dir.
 
-    def __init__(self, data_dir, extra_args=(), cache=CACHE):
+    tls: (certificate, key) PEM paths: the daemon serves HTTPS and the test's
+    requests trust that certificate. listen: the --listen address. wrap: a
+    command prefix (e.g. ``["unshare", "-n"]``) that ends by executing the
+    daemon in the same process."""
+
+    def __init__(self, data_dir, extra_args=(), cache=CACHE, tls=None,
+                 listen="127.0.0.1:0", wrap=()):
         self.data_dir = pathlib.Path(data_dir)
         self.extra_args = list(extra_args)
         self.cache = cache
+        self.tls = tls
+        self.listen = listen
+        self.wrap = list(wrap)
         self.proc = None
         self.port = None
+        self.scheme = "https" if tls else "http"
+        self.ssl_context = ssl.create_default_context(cafile=tls[0]) if tls else None
         self.log_path = self.data_dir.parent / (self.data_dir.name + ".log")
         self.out_path = self.data_dir.parent / (self.data_dir.name + ".out")
 
@@ -66,9 +79,10 @@ class Daemon:
         log = open(self.log_path, "ab")
         out = open(self.out_path, "ab")
         start_offset = self.log_path.stat().st_size
+        tls_args = ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]] if self.tls else []
         self.proc = subprocess.Popen(
-            [str(DAEMON), "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir),
-             "--cache", self.cache, "--accel", ACCEL] + self.extra_args,
+            self.wrap + [str(DAEMON), "--listen", self.listen, "--data-dir", str(self.data_dir),
+                         "--cache", self.cache, "--accel", ACCEL] + tls_args + self.extra_args,
             stdout=out, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         out.close()
@@ -102,7 +116,7 @@ class Daemon:
 
     # ---- HTTP ------------------------------------------------------------
     def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def request(self, method, path, body=None, key="admin", headers=None, timeout=120):
         """One request; body may be bytes, str or a JSON-able object.
@@ -123,12 +137,15 @@ class Daemon:
                 hdrs.setdefault("Content-Type", "application/json")
         req = urllib.request.Request(self.url(path), data=data, method=method, headers=hdrs)
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
+            with urllib.request.urlopen(req, timeout=timeout, context=self.ssl_context) as r:
                 return Response(r.status, dict(r.headers), r.read())
         except urllib.error.HTTPError as e:
             return Response(e.code, dict(e.headers), e.read())
 
     def conn(self, timeout=120):
+        if self.tls:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                               context=self.ssl_context)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def new_key(self, team, name="test"):
@@ -166,8 +183,8 @@ def daemon_factory(tmp_root):
     """Start daemons on demand; every one is stopped at the end."""
     started = []
 
-    def make(name="data", extra_args=(), cache=CACHE):
-        d = Daemon(tmp_root / name, extra_args, cache)
+    def make(name="data", extra_args=(), cache=CACHE, **kw):
+        d = Daemon(tmp_root / name, extra_args, cache, **kw)
         started.append(d)
         return d.start()
 

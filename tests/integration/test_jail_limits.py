@@ -5,8 +5,8 @@ from inside its jail (a helper with its namespaces and uid, as an escaped QEMU
 would be) the daemon's database, the admin key and the other sandbox are not
 there; a guest that fills its memory or its disk is contained and so is the
 host; a daemon killed for good leaves no sandbox past its deadline; a create
-that would cross the disk reserve is refused with nothing left behind; plain
-HTTP on a public address is refused.
+that would cross the disk reserve is refused with nothing left behind (plain
+HTTP on a public address: test_tls.py).
 Skipped when no template is baked (`make templates`)."""
 import os
 import pathlib
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import DAEMON, create_sandbox, exec_cmd, wait_for
+from conftest import create_sandbox, exec_cmd, wait_for
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jails need root")
 
@@ -199,13 +199,6 @@ def test_create_over_the_disk_reserve_is_refused(daemon_factory, template):
     assert h["capacity"]["disk_reserve_bytes"] == (1 << 29) << 20
     assert h["isolation"] in ("kvm", "tcg: software emulation, weaker isolation")
     assert h["jail"]["jail"] is True
-
-
-def test_plain_http_on_a_public_address_is_refused(tmp_root):
-    r = subprocess.run([str(DAEMON), "--listen", "0.0.0.0:0", "--data-dir", str(tmp_root / "d")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0
-    assert "plain HTTP" in r.stderr and "--insecure-http" in r.stderr, r.stderr
 
 
 def test_idle_timeout_cuts_silent_clients_not_long_calls(daemon_factory, template):
