@@ -174,7 +174,7 @@ def main():
                     time.sleep(0.05)
             th = threading.Thread(target=sample, daemon=True)
             th.start()
-            st, res, secs = run(sid, "head -c 1073741824 /dev/zero")
+            st, res, secs = run(sid, "head -c 1073741824 /dev/zero", timeout=3600)
             stop[0] = True
             th.join()
             return {"seconds": round(secs, 1), "stdout_kept_bytes": len(res["stdout"]) if st == 200 else None,
