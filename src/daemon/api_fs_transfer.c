@@ -32,6 +32,34 @@
 #define ANSWER_MS 60000
 #define BLOCK_SIZE (64u * 1024)
 
+/* ---- both ways ------------------------------------------------------- */
+
+/* The request's sandbox for a transfer of its ?path= (its only query
+ * parameter; *path borrowed from r), or NULL with an answer sent. */
+static struct sbx *transfer_target(struct http_req *r, const char **path)
+{
+	static const char *const allowed[] = {"path", NULL};
+	*path = api_fs_query_path(r, allowed);
+	return *path ? api_acquire(r) : NULL;
+}
+
+/* req (stolen; NULL counts as out of memory) opened as an agent stream on
+ * sb, or NULL with the failure answered (what names the transfer) and sb
+ * released. */
+static struct agent_stream *transfer_open(struct http_req *r, struct sbx *sb, json_t *req,
+					  const char *what)
+{
+	struct agent_stream *st = NULL;
+	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
+	json_decref(req);
+	if (e) {
+		api_reply_agent_failure(r, sb, e, what);
+		sbx_release(sb);
+		return NULL;
+	}
+	return st;
+}
+
 /* ---- upload ---------------------------------------------------------- */
 
 struct upload {
@@ -66,11 +94,8 @@ static int target_is_dir(struct sbx *sb, const char *path)
 
 void api_fs_upload_begin(struct http_req *r)
 {
-	static const char *const allowed[] = {"path", NULL};
-	const char *path = api_fs_query_path(r, allowed);
-	if (!path)
-		return;
-	struct sbx *sb = api_acquire(r);
+	const char *path;
+	struct sbx *sb = transfer_target(r, &path);
 	if (!sb)
 		return;
 	if (target_is_dir(sb, path)) {
@@ -79,16 +104,15 @@ void api_fs_upload_begin(struct http_req *r)
 		return;
 	}
 	struct upload *u = calloc(1, sizeof(*u));
-	json_t *req = json_pack("{s:s, s:s, s:i, s:b}", "op", "file_write", "path", path, "mode",
-				0644, "parents", 1);
-	int e = u && req ? sbx_stream_open(sb, req, &u->st) : -ENOMEM;
-	json_decref(req);
-	if (e) {
-		api_reply_agent_failure(r, sb, e, "upload");
+	json_t *req = u ? json_pack("{s:s, s:s, s:i, s:b}", "op", "file_write", "path", path, "mode",
+				    0644, "parents", 1)
+			: NULL;
+	struct agent_stream *st = transfer_open(r, sb, req, "upload");
+	if (!st) {
 		free(u);
-		sbx_release(sb);
 		return;
 	}
+	u->st = st;
 	u->sb = sb;
 	u->t0 = util_now_ms();
 	r->state = u;
@@ -246,23 +270,18 @@ static int first_answer(struct http_req *r, struct download *dl)
 
 void api_fs_download(struct http_req *r)
 {
-	static const char *const allowed[] = {"path", NULL};
-	const char *path = api_fs_query_path(r, allowed);
-	if (!path)
-		return;
-	struct sbx *sb = api_acquire(r);
+	const char *path;
+	struct sbx *sb = transfer_target(r, &path);
 	if (!sb)
 		return;
 	struct download *dl = calloc(1, sizeof(*dl));
-	json_t *req = json_pack("{s:s, s:s}", "op", "file_read", "path", path);
-	int e = dl && req ? sbx_stream_open(sb, req, &dl->st) : -ENOMEM;
-	json_decref(req);
-	if (e) {
-		api_reply_agent_failure(r, sb, e, "download");
+	json_t *req = dl ? json_pack("{s:s, s:s}", "op", "file_read", "path", path) : NULL;
+	struct agent_stream *st = transfer_open(r, sb, req, "download");
+	if (!st) {
 		free(dl);
-		sbx_release(sb);
 		return;
 	}
+	dl->st = st;
 	dl->sb = sb;
 	dl->conn = r->conn;
 	dl->size = UINT64_MAX;
