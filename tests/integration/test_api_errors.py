@@ -1,9 +1,13 @@
 """The API's error table (src/daemon/api_errors.def) against docs/api.md
-"Errors", the daemon's compiled table (`pandastackd --print-errors`) and the
-SDKs' generated tables (scripts/api_errors.py).  No VM, no daemon process."""
+"Errors", the error responses of docs/openapi.yaml, the daemon's compiled
+table (`pandastackd --print-errors`) and the SDKs' generated tables
+(scripts/api_errors.py).  No VM, no daemon process."""
+import copy
 import importlib.util
 import re
 import subprocess
+
+import yaml
 
 from conftest import DAEMON, ROOT
 
@@ -82,3 +86,44 @@ def test_sdk_tables_are_fresh():
     # a code's first row gives its status
     assert '"sandbox_not_found": 404,' in py and "  sandbox_not_found: 404," in ts
     assert '"vm_start_failed": 500,' in py and "  vm_start_failed: 500," in ts
+
+
+def openapi_mismatches(spec, rows):
+    """Error responses of spec whose code enum is not the table's codes of
+    their status, and statuses of the table no operation lists (405 is
+    answered on any path, so none lists it)."""
+    want = {}
+    for status, code, _ in rows:
+        want.setdefault(status, set()).add(code)
+    out, seen = [], set()
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            if method == "parameters":
+                continue
+            for st, resp in op["responses"].items():
+                if int(st) < 400 or "$ref" not in resp:
+                    continue
+                name = resp["$ref"].rsplit("/", 1)[1]
+                schema = spec["components"]["responses"][name]["content"]["application/json"]["schema"]
+                enum = schema["allOf"][1]["properties"]["error"]["properties"]["code"]["enum"]
+                seen.add(int(st))
+                if set(enum) != want.get(int(st)):
+                    out.append((method, path, st, name, sorted(set(enum) ^ want.get(int(st), set()))))
+    out += [("no operation lists", st) for st in sorted(set(want) - seen - {405})]
+    return out
+
+
+def test_openapi_error_responses_list_the_table():
+    spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
+    rows = table_rows()
+    # positive controls: a code missing from a response, a response under the wrong status
+    bad = copy.deepcopy(spec)
+    enum = (bad["components"]["responses"]["Conflict"]["content"]["application/json"]["schema"]
+            ["allOf"][1]["properties"]["error"]["properties"]["code"]["enum"])
+    enum.remove("admin_key")
+    assert openapi_mismatches(bad, rows)
+    bad = copy.deepcopy(spec)
+    bad["paths"]["/v1/sandboxes/{id}/exec"]["post"]["responses"]["504"] = \
+        {"$ref": "#/components/responses/BadGateway"}
+    assert openapi_mismatches(bad, rows)
+    assert openapi_mismatches(spec, rows) == []
