@@ -10,7 +10,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev
   libzmq3-dev libsodium-dev libssl-dev libbsd-dev libnorm-dev libpgm-dev
   libcmocka-dev
-  python3 python3-pytest python3-yaml
+  python3 python3-pytest python3-yaml python3-jsonschema
   python3-ipykernel python3-matplotlib python3-matplotlib-inline python3-pandas python3-numpy python3-plotly
   curl ca-certificates
   chromium

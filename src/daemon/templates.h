@@ -62,8 +62,9 @@ struct pool *tpl_pool(struct tpl *t);
 
 /*
  * templates_list_json - a new JSON array of template objects:
- * {"name", "status": "ready"|"stale"|"invalid"|"building"|"failed",
- *  "vcpus", "memory_mib", "pool_ready", "error", "build": {...}|null}.
+ * {"name", "status": "ready"|"missing"|"stale"|"invalid",
+ *  "vcpus", "memory_mib", "pool_ready", "error", "build": {"status":
+ *  "running"|"succeeded"|"failed", ...}|null} (docs/openapi.yaml, Template).
  * NULL when out of memory.
  */
 json_t *templates_list_json(struct templates *ts);

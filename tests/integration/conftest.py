@@ -273,3 +273,23 @@ def wait_for(pred, timeout, interval=0.1, what="condition"):
             return v
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def read_sse(resp):
+    """Yield (event, data) from an SSE response until it ends."""
+    event, data = None, []
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        line = line.decode().rstrip("\n")
+        if line.startswith(":"):
+            continue
+        if line == "":
+            if event:
+                yield event, json.loads("\n".join(data))
+            event, data = None, []
+        elif line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])

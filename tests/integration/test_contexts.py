@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Daemon, create_sandbox, reap_vms, wait_for
+from conftest import Daemon, create_sandbox, read_sse, reap_vms, wait_for
 
 
 def templates_ready(d):
@@ -261,25 +261,6 @@ def test_run_code_stream(ctx_daemon, ci):
     r = ctx_daemon.request("POST", f"/v1/sandboxes/{ci}/contexts/ctx_00000000000000000000/"
                            "run_code_stream", {"code": "1"})
     assert r.status == 404 and r.error_code() == "context_not_found"
-
-
-def read_sse(resp):
-    event, data = None, []
-    while True:
-        line = resp.readline()
-        if not line:
-            return
-        line = line.decode().rstrip("\n")
-        if line.startswith(":"):
-            continue
-        if line == "":
-            if event:
-                yield event, json.loads("\n".join(data))
-            event, data = None, []
-        elif line.startswith("event: "):
-            event = line[7:]
-        elif line.startswith("data: "):
-            data.append(line[6:])
 
 
 def test_list_delete_and_errors(ctx_daemon, ci):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import create_sandbox, exec_cmd, wait_for
+from conftest import create_sandbox, exec_cmd, read_sse, wait_for
 
 
 def qemu_pid(d, sid):
@@ -123,26 +123,6 @@ def test_exec_errors(vm_daemon, sbx):
     r = vm_daemon.request("POST", f"/v1/sandboxes/{sbx['id']}/exec_stream",
                           {"cmd": "true", "cwd": "/no/such/dir"})
     assert r.status == 404 and r.error_code() == "file_not_found"
-
-
-def read_sse(resp):
-    """Yield (event, data) from an SSE response until it ends."""
-    event, data = None, []
-    while True:
-        line = resp.readline()
-        if not line:
-            return
-        line = line.decode().rstrip("\n")
-        if line.startswith(":"):
-            continue
-        if line == "":
-            if event:
-                yield event, json.loads("\n".join(data))
-            event, data = None, []
-        elif line.startswith("event: "):
-            event = line[7:]
-        elif line.startswith("data: "):
-            data.append(line[6:])
 
 
 def test_exec_stream_events(vm_daemon, sbx):
