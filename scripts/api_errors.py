@@ -60,7 +60,7 @@ HEADER = "Generated from src/daemon/api_errors.def by scripts/api_errors.py: do 
 
 
 def python_table(rows):
-    lines = [f'"""The REST API\'s error codes and the HTTP status each is sent with',
+    lines = ['"""The REST API\'s error codes and the HTTP status each is sent with',
              '(docs/api.md, "Errors"; a code with two statuses has its first here).',
              "",
              HEADER,
