@@ -46,10 +46,10 @@ static struct sbx *transfer_target(struct http_req *r, const char **path)
 /* req (stolen; NULL counts as out of memory) opened as an agent stream on
  * sb, or NULL with the failure answered (what names the transfer) and sb
  * released. */
-static struct agent_stream *transfer_open(struct http_req *r, struct sbx *sb, json_t *req,
+static struct guest_stream *transfer_open(struct http_req *r, struct sbx *sb, json_t *req,
 					  const char *what)
 {
-	struct agent_stream *st = NULL;
+	struct guest_stream *st = NULL;
 	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
 	json_decref(req);
 	if (e) {
@@ -107,7 +107,7 @@ void api_fs_upload_begin(struct http_req *r)
 	json_t *req = u ? json_pack("{s:s, s:s, s:i, s:b}", "op", "file_write", "path", path, "mode",
 				    0644, "parents", 1)
 			: NULL;
-	struct agent_stream *st = transfer_open(r, sb, req, "upload");
+	struct guest_stream *st = transfer_open(r, sb, req, "upload");
 	if (!st) {
 		free(u);
 		return;
@@ -276,7 +276,7 @@ void api_fs_download(struct http_req *r)
 		return;
 	struct download *dl = calloc(1, sizeof(*dl));
 	json_t *req = dl ? json_pack("{s:s, s:s}", "op", "file_read", "path", path) : NULL;
-	struct agent_stream *st = transfer_open(r, sb, req, "download");
+	struct guest_stream *st = transfer_open(r, sb, req, "download");
 	if (!st) {
 		free(dl);
 		return;
