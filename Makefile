@@ -26,6 +26,8 @@
 #   test-integration   the daemon, the CLI, the SDKs over https and the images
 #                      (tests/integration, pytest)
 #   test-web           the dashboard in chromium against a live daemon
+#   test-agents        the MCP server with the MCP SDK's client (tests/mcp) and the
+#                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
 #   bench-create bench-api bench-contexts   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
@@ -51,6 +53,7 @@ ENGINE_SRC := $(wildcard src/engine/*.c)
 AGENT_SRC  := $(filter-out src/agent/main.c,$(wildcard src/agent/*.c))
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(filter-out src/cli/main.c,$(wildcard src/cli/*.c))
+MCP_SRC    := $(wildcard src/mcp/*.c)
 
 obj = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(1))
 
@@ -59,6 +62,7 @@ LIB_ENGINE := $(BUILD)/libengine.a
 LIB_AGENT  := $(BUILD)/libagent.a
 LIB_DAEMON := $(BUILD)/libdaemon.a
 LIB_CLI    := $(BUILD)/libcli.a
+LIB_MCP    := $(BUILD)/libmcp.a
 
 # The agent is static: it is PID 1 in an initramfs with no libraries.
 # libzmq.a references GSSAPI symbols it only uses when asked to; the agent
@@ -85,6 +89,7 @@ $(LIB_ENGINE): $(call obj,$(ENGINE_SRC))
 $(LIB_AGENT):  $(call obj,$(AGENT_SRC))
 $(LIB_DAEMON): $(call obj,$(DAEMON_SRC))
 $(LIB_CLI):    $(call obj,$(CLI_SRC))
+$(LIB_MCP):    $(call obj,$(MCP_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -94,7 +99,7 @@ $(BUILD)/obj/empty.o:
 	@mkdir -p $(dir $@)
 	echo 'typedef int pandastack_empty_unit;' | $(CC) -x c -c - -o $@
 
-$(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI): | $(BUILD)/obj/empty.o
+$(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP): | $(BUILD)/obj/empty.o
 
 # gssapi_absent.o is named as an object, not taken from libagent.a: the
 # archive is scanned before libzmq.a asks for the GSSAPI symbols.
@@ -107,11 +112,16 @@ $(BUILD)/pandastack-agent: $(call obj,src/agent/main.c) $(call obj,src/agent/gss
 $(BUILD)/pandastack-agent-dyn: $(call obj,src/agent/main.c) $(LIB_AGENT) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljansson -lzmq -lcrypto -lpthread -lm
 
-$(BUILD)/pandastackd: $(call obj,src/daemon/main.c) $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_COMMON)
+# POST /mcp serves the MCP core (libmcp) whose backend is the REST client of
+# libcli, pointed back at the daemon itself (src/daemon/api_mcp.c says why).
+$(BUILD)/pandastackd: $(call obj,src/daemon/main.c) $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_MCP) \
+                      $(LIB_CLI) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
-$(BUILD)/pandastack: $(call obj,src/cli/main.c) $(LIB_CLI) $(LIB_COMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+# The MCP server (libmcp) is `pandastack mcp`; its REST backend calls the CLI's
+# HTTP client back in libcli, hence libcli on both sides of it.
+$(BUILD)/pandastack: $(call obj,src/cli/main.c) $(LIB_CLI) $(LIB_MCP) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB_CLI) $(LIB_MCP) $(LIB_CLI) $(LIB_COMMON) $(HOST_LIBS)
 
 # The engine's operator tool (bake, bake-all, smoke, accel).
 ENGINE_LIBS := $(HOST_LIBS)
@@ -245,6 +255,14 @@ test-web: web $(BUILD)/pandastackd
 	    PANDASTACK_WEB_DIR=$(abspath $(WEB_OUT)) \
 	    PANDASTACK_SCREENSHOTS=$(abspath $(BUILD))/web-screenshots node --test tests/
 
+# --- agents: the MCP server (pandastack mcp, POST /mcp) with the official MCP
+# SDK's client (tests/mcp) and the framework recipes with their mock models
+# (examples/*), against one daemon on real guests (docs/mcp.md) -------------
+.PHONY: test-agents
+test-agents: $(BUILD)/pandastackd $(BUILD)/pandastack
+	PANDASTACK_CACHE=$(CACHE) PANDASTACK_CLI=$(abspath $(BUILD)/pandastack) \
+	    scripts/run-agent-tests.sh --start-daemon
+
 # --- the Python SDK (sdk/python): unit tests against a local fake server, and
 # the conformance examples against a daemon it starts (docs/sdk-python.md) ----
 .PHONY: test-sdk-python conformance-python
@@ -259,7 +277,9 @@ conformance-python: $(BUILD)/pandastackd
 # tests (and libcommon), never all of them: a test cannot then resolve a symbol
 # from a library it does not test.  Which libraries, by the test's name:
 #   test_cli_*  fuzz_cli*                            libcli
-#   test_daemon_*  test_web_*  fuzz_api_*            libdaemon libengine
+#   test_mcp_*  fuzz_mcp*                            libmcp libcli (its REST backend)
+#   test_daemon_*  test_web_*  fuzz_api_*            libdaemon libengine libmcp libcli
+#                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
 #   test_qmp*  test_qemu_*  test_spawn*  fuzz_qmp*  fuzz_engine_*       libengine
@@ -267,17 +287,19 @@ conformance-python: $(BUILD)/pandastackd
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
 # test of a new module adds its name pattern here.
-TESTS_OF_CLI    := test_cli_% fuzz_cli%
 TESTS_OF_DAEMON := test_daemon_% test_web_% fuzz_api_%
+TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
+TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% \
                    fuzz_engine_% \
                    $(TESTS_OF_DAEMON)
 TESTS_OF_AGENT  := test_jupyter_% test_kernel% fuzz_agent_% fuzz_jupyter_%
 # test_libs NAME,DIR: the archives in DIR that test NAME links, in link order.
-test_libs = $(strip $(if $(filter $(TESTS_OF_CLI),$1),$2/libcli.a) \
-                    $(if $(filter $(TESTS_OF_DAEMON),$1),$2/libdaemon.a) \
+test_libs = $(strip $(if $(filter $(TESTS_OF_DAEMON),$1),$2/libdaemon.a) \
                     $(if $(filter $(TESTS_OF_ENGINE),$1),$2/libengine.a) \
-                    $(if $(filter $(TESTS_OF_AGENT),$1),$2/libagent.a) $2/libcommon.a)
+                    $(if $(filter $(TESTS_OF_AGENT),$1),$2/libagent.a) \
+                    $(if $(filter $(TESTS_OF_MCP),$1),$2/libmcp.a) \
+                    $(if $(filter $(TESTS_OF_CLI),$1),$2/libcli.a) $2/libcommon.a)
 TEST_EXTERNAL_LIBS := -lzmq $(HOST_LIBS)
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -330,7 +352,7 @@ fuzz: fuzz-build
 # --- what to run before a commit (no root, no guest) --------------------------
 # The programs link different sets of the libraries, so a global symbol defined
 # twice would not always fail a link: check-symbols fails on it instead.
-LIBS := $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI)
+LIBS := $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP)
 .PHONY: check-symbols
 check-symbols: $(LIBS)
 	@nm -A -g --defined-only $^ | awk 'NF == 3 { n[$$3]++; where[$$3] = where[$$3] " " $$1 } \

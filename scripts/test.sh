@@ -4,7 +4,8 @@
 # a short run of every fuzz target, guest images and templates (cached in
 # $PANDASTACK_CACHE, default /var/cache/pandastack, rebuilt only when their
 # recipe changes), the smoke run, the engine's tests on real guests, the
-# daemon/CLI/SDK tests, the dashboard in a real browser, and every example of
+# daemon/CLI/SDK tests, the dashboard in a real browser, the MCP server with the
+# MCP SDK's client and the agent framework recipes, and every example of
 # the product documents against a live daemon.  Needs root (QEMU, image building).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +25,6 @@ step "engine on real guests"; make test-engine
 step "daemon, CLI, images (pytest)"; make test-integration
 step "SDKs";                make test-sdk
 step "dashboard in chromium"; make test-web
+step "MCP server and agent framework recipes"; make test-agents
 step "documents' examples"; scripts/conformance.sh --start-daemon
 step "all tests passed"

@@ -35,6 +35,7 @@ static void print_main_help(FILE *f)
 		}
 		fprintf(f, "  %-10s %-46s %s\n", groups[g]->name, cmds, groups[g]->summary);
 	}
+	fprintf(f, "  %-10s %-46s %s\n", "mcp", "", "an MCP server on stdio (docs/mcp.md)");
 	fprintf(f,
 		"\nEnvironment:\n"
 		"  PANDASTACK_API_URL  the API's base URL (default " CLI_DEFAULT_URL ")\n"
@@ -142,6 +143,10 @@ int cli_main(int argc, char **argv)
 	}
 	if (strcmp(argv[i], "help") == 0) {
 		/* "pandastack help [GROUP [COMMAND]]" is the same as --help. */
+		if (i + 1 < argc && strcmp(argv[i + 1], "mcp") == 0) {
+			char help[] = "--help", *words[] = {help};
+			return cli_mcp_main(1, words, NULL);
+		}
 		const struct cli_group *g = i + 1 < argc ? find_group(argv[i + 1]) : NULL;
 		const struct cli_cmd *c = g && i + 2 < argc ? find_cmd(g, argv[i + 2]) : NULL;
 		if (i + 1 < argc && (!g || (i + 2 < argc && !c))) {
@@ -159,6 +164,8 @@ int cli_main(int argc, char **argv)
 			print_main_help(stdout);
 		return CLI_EXIT_OK;
 	}
+	if (strcmp(argv[i], "mcp") == 0)
+		return cli_mcp_main(argc - i - 1, argv + i + 1, ca_file);
 	const struct cli_group *g = find_group(argv[i]);
 	if (!g) {
 		char msg[128];

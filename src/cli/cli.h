@@ -65,6 +65,13 @@ extern const struct cli_group cli_group_templates;
 int cli_main(int argc, char **argv);
 
 /*
+ * cli_mcp_main - `pandastack mcp` with the argc words after "mcp" and the
+ * --ca-file that came before it (NULL when none): serve MCP on
+ * stdin/stdout until stdin ends (cmd_mcp.c).  Returns the exit code.
+ */
+int cli_mcp_main(int argc, char **argv, const char *ca_file);
+
+/*
  * cli_client - the API client from the environment and ctx->ca_file (made
  * once per ctx, owned by ctx).  Returns CLI_EXIT_OK with *out, or
  * CLI_EXIT_USAGE after printing why (no key, bad URL), or CLI_EXIT_API

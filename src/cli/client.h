@@ -75,6 +75,15 @@ int client_new(const char *base_url, const char *key, const char *ca_file, struc
 /* client_free - close connections and free c.  NULL is a no-op. */
 void client_free(struct client *c);
 
+/*
+ * client_pin - trust the https server whose public key matches pin
+ * (libcurl's CURLOPT_PINNEDPUBLICKEY form "sha256//BASE64" of the DER
+ * SubjectPublicKeyInfo) and that one only, whatever name or issuer its
+ * certificate has: for a daemon calling its own API at its own socket
+ * address.  Returns 0 or -ENOMEM.
+ */
+int client_pin(struct client *c, const char *pin);
+
 /* client_base - the base URL without trailing "/" (borrowed). */
 const char *client_base(const struct client *c);
 

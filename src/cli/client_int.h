@@ -24,6 +24,7 @@ struct client {
 	struct curl_slist *hdr_bytes;  /* + Content-Type: application/octet-stream */
 	char errbuf[CURL_ERROR_SIZE];
 	int64_t started_ms;            /* of the request under way, for the debug log */
+	char *pin;                     /* client_pin's public key pin, or NULL */
 };
 
 /* Which Content-Type a request's body has. */

@@ -18,11 +18,13 @@
 #include "daemon/request_body.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
+#include "mcp/mcp_rpc.h"
 
 /* JSON body caps per route, bytes. */
 #define API_BODY_SMALL (64u * 1024)
 #define API_BODY_EXEC (2u * 1024 * 1024)
 #define API_BODY_CODE (8u * 1024 * 1024) /* 1 MiB of code, JSON-escaped */
+#define API_BODY_MCP MCP_RPC_MESSAGE_MAX /* one JSON-RPC message (16 MiB) */
 
 /* Bound on one file/metadata agent operation (stat, list, ...), ms. */
 #define API_AGENT_CALL_MS 30000
@@ -33,6 +35,11 @@
 void api_healthz(struct http_req *r);
 /* GET /metrics (admin): Prometheus text (api_system.c). */
 void api_metrics(struct http_req *r);
+
+/* POST /mcp: one MCP message over Streamable HTTP; DELETE /mcp: end an MCP
+ * session (api_mcp.c, docs/mcp.md). */
+void api_mcp_post(struct http_req *r);
+void api_mcp_delete(struct http_req *r);
 
 /* POST /v1/keys: a new key, its secret shown once (api_keys.c). */
 void api_keys_create(struct http_req *r);

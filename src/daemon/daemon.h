@@ -19,12 +19,14 @@
 struct store;
 struct sandboxes;
 struct templates;
+struct api_mcp;
 
 struct daemon {
 	struct daemon_cfg cfg;
 	struct store *store;
 	struct sandboxes *sandboxes;
 	struct templates *templates;
+	struct api_mcp *mcp;             /* the MCP endpoint (api_mcp.h) */
 	enum accel_kind accel;           /* resolved: ACCEL_KVM or ACCEL_TCG */
 	char accel_why[256];             /* why that accelerator */
 	char sandboxes_dir[PATH_MAX];    /* <data-dir>/sandboxes */

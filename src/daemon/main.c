@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/api_errors.h"
+#include "daemon/api_mcp.h"
 #include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
@@ -145,6 +146,9 @@ int main(int argc, char **argv)
 		return fail("data_dir", e, "another pandastackd uses this data dir");
 	if (e)
 		return fail("data_dir", e, NULL);
+	/* before any thread: it starts libcurl for the MCP endpoint's loopback */
+	if ((e = api_mcp_new(&d.cfg, &d.mcp)) < 0)
+		return fail("mcp", e, e == -EINVAL ? "--tls-cert holds no PEM certificate" : NULL);
 	char db[PATH_MAX];
 	if (path_in(db, sizeof(db), d.cfg.data_dir, "pandastack.db") < 0)
 		return fail("store", -ENAMETOOLONG, NULL);
@@ -190,6 +194,7 @@ int main(int argc, char **argv)
 	sigwait(&stop_signals, &sig);
 	log_kv(LOG_INFO, "daemon.stopping", "signal=%d", sig);
 	http_server_stop(http);
+	api_mcp_free(d.mcp);
 	monitor_stop(mon);
 	sandboxes_free(d.sandboxes);
 	templates_free(d.templates);

@@ -21,6 +21,10 @@ static const struct route table[] = {
 	{"GET", "/healthz", KEY, BUF, API_BODY_SMALL, api_healthz, NULL, NULL},
 	{"GET", "/metrics", ADMIN, BUF, API_BODY_SMALL, api_metrics, NULL, NULL},
 
+	/* the MCP endpoint (docs/mcp.md); GET answers 405: no server stream */
+	{"POST", "/mcp", KEY, BUF, API_BODY_MCP, api_mcp_post, NULL, NULL},
+	{"DELETE", "/mcp", KEY, BUF, API_BODY_SMALL, api_mcp_delete, NULL, NULL},
+
 	{"POST", "/v1/keys", KEY, BUF, API_BODY_SMALL, api_keys_create, NULL, NULL},
 	{"GET", "/v1/keys", KEY, BUF, API_BODY_SMALL, api_keys_list, NULL, NULL},
 	{"DELETE", "/v1/keys/{id}", KEY, BUF, API_BODY_SMALL, api_keys_delete, NULL, NULL},

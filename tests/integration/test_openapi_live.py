@@ -301,6 +301,37 @@ def test_error_answers_of_sandbox_routes_without_a_sandbox(no_vm):
             check(d.request(method, path, {"unknown_field": 1}), method, pattern, 400)
 
 
+def test_mcp_endpoint(no_vm):
+    """POST and DELETE /mcp (docs/mcp.md): JSON-RPC answers, 202 for a
+    notification, and the HTTP-level refusals."""
+    d = no_vm
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "openapi", "version": "1"}}}
+    r = check(d.request("POST", "/mcp", init, headers=accept), "POST", "/mcp", 200)
+    sid = next(v for k, v in r.headers.items() if k.lower() == "mcp-session-id")
+    session = dict(accept, **{"Mcp-Session-Id": sid})
+    check(d.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers=session), "POST", "/mcp", 202)
+    r = check(d.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                        headers=session), "POST", "/mcp", 200)
+    assert len(r.json()["result"]["tools"]) == 7
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    check(d.request("POST", "/mcp", "{oops", headers=session), "POST", "/mcp", 400)
+    check(d.request("POST", "/mcp", ping, headers=accept), "POST", "/mcp", 400)
+    check(d.request("POST", "/mcp", ping, headers=session, key=None), "POST", "/mcp", 401)
+    check(d.request("POST", "/mcp", ping, headers=dict(session, Origin="http://evil.example")),
+          "POST", "/mcp", 403)
+    check(d.request("POST", "/mcp", ping, headers=dict(accept, **{"Mcp-Session-Id": "mcp_x"})),
+          "POST", "/mcp", 404)
+    check(d.request("POST", "/mcp", ping, headers=dict(session, Accept="text/html")),
+          "POST", "/mcp", 406)
+    check(d.request("DELETE", "/mcp"), "DELETE", "/mcp", 400)
+    check(d.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid}), "DELETE", "/mcp", 204)
+    check(d.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid}), "DELETE", "/mcp", 404)
+
+
 # ---- routes on a real sandbox -----------------------------------------------------
 
 @pytest.fixture(scope="module")
