@@ -37,7 +37,6 @@
 #define READ_CHUNK (64u * 1024u)
 #define READ_SEGMENT 4096u /* one virtio-serial receive buffer (PAGE_SIZE) */
 #define READ_BUDGET (1024u * 1024u) /* bytes read per readiness event */
-#define DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
 
 static void host_away(struct session *S, const char *why);
 static void host_arrived(struct session *S);
@@ -384,8 +383,7 @@ static void feed(struct session *S, const uint8_t *p, size_t n)
 {
 	struct proto_decoder *d = &S->dec;
 	while (n > 0) {
-		size_t held = d->len - d->off - d->skip;
-		size_t chunk = DECODER_CAP - held;
+		size_t chunk = proto_decoder_room(d);
 		if (chunk > n)
 			chunk = n;
 		if (proto_decoder_feed(d, p, chunk) < 0) {

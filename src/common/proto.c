@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
 
 void proto_put_u32(uint8_t *p, uint32_t v)
 {
@@ -150,12 +149,17 @@ static void drop_pending(struct proto_decoder *d)
 		d->off = d->len = 0;
 }
 
+size_t proto_decoder_room(const struct proto_decoder *d)
+{
+	return PROTO_DECODER_CAP - (d->len - d->off - d->skip);
+}
+
 int proto_decoder_feed(struct proto_decoder *d, const void *data, size_t n)
 {
 	drop_pending(d);
 	if (n == 0)
 		return 0;
-	if (n > DECODER_CAP || d->len - d->off > DECODER_CAP - n)
+	if (n > PROTO_DECODER_CAP || d->len - d->off > PROTO_DECODER_CAP - n)
 		return -ENOBUFS;
 	if (d->len + n > d->cap)
 		compact(d);
@@ -163,8 +167,8 @@ int proto_decoder_feed(struct proto_decoder *d, const void *data, size_t n)
 		size_t want = d->cap ? d->cap : 4096;
 		while (want < d->len + n)
 			want *= 2;
-		if (want > DECODER_CAP)
-			want = DECODER_CAP;
+		if (want > PROTO_DECODER_CAP)
+			want = PROTO_DECODER_CAP;
 		uint8_t *nb = realloc(d->buf, want);
 		if (!nb)
 			return -ENOMEM;

@@ -137,13 +137,21 @@ int proto_decoder_init(struct proto_decoder *d);
 /* proto_decoder_free - release the buffer; d may be reused after init. */
 void proto_decoder_free(struct proto_decoder *d);
 
+/* Most bytes a decoder holds: one frame of the largest size. */
+#define PROTO_DECODER_CAP ((size_t)PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD)
+
 /*
  * proto_decoder_feed - append n bytes.  Returns 0, or -ENOBUFS when the held
- * bytes would exceed the cap (the caller must take frames out first; this
- * cannot happen if it calls proto_decoder_next until it returns 0 after every
- * feed of at most PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD bytes), -ENOMEM.
+ * bytes would exceed PROTO_DECODER_CAP (the caller must take frames out
+ * first; this cannot happen if it feeds at most proto_decoder_room bytes and
+ * then calls proto_decoder_next until it returns 0), -ENOMEM.
  */
 int proto_decoder_feed(struct proto_decoder *d, const void *data, size_t n);
+
+/* proto_decoder_room - bytes proto_decoder_feed takes now: the cap less the
+ * bytes held that are not yet returned as frames (the feed first drops the
+ * frame proto_decoder_next returned last). */
+size_t proto_decoder_room(const struct proto_decoder *d);
 
 /*
  * proto_decoder_next - take the next complete frame.

@@ -263,9 +263,37 @@ static void test_mux_credit(void **state)
 	assert_int_equal(proto_mux_check(&m, &f), -EOVERFLOW);
 }
 
+/* The room is the cap less the bytes held that are not yet returned as
+ * frames. */
+static void test_decoder_room(void **state)
+{
+	(void)state;
+	uint8_t wire[64];
+	size_t n = frame(wire, PROTO_DATA, PROTO_CH_STDOUT, 3, "abcdef", 6);
+	struct proto_decoder d;
+	proto_decoder_init(&d);
+	d.syncing = 0;
+	assert_int_equal(proto_decoder_room(&d), PROTO_DECODER_CAP);
+	assert_int_equal(proto_decoder_feed(&d, wire, n - 2), 0);
+	assert_int_equal(proto_decoder_room(&d), PROTO_DECODER_CAP - (n - 2));
+	assert_int_equal(proto_decoder_feed(&d, wire + n - 2, 2), 0);
+	struct proto_frame f;
+	assert_int_equal(proto_decoder_next(&d, &f), 1);
+	assert_memory_equal(f.payload, "abcdef", 6);
+	assert_int_equal(proto_decoder_room(&d), PROTO_DECODER_CAP);
+	assert_int_equal(proto_decoder_next(&d, &f), 0);
+	assert_int_equal(proto_decoder_room(&d), PROTO_DECODER_CAP);
+	/* feeding more than the room is refused */
+	assert_int_equal(proto_decoder_feed(&d, wire, 1), 0);
+	static uint8_t big[PROTO_DECODER_CAP];
+	assert_int_equal(proto_decoder_feed(&d, big, proto_decoder_room(&d) + 1), -ENOBUFS);
+	proto_decoder_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decoder_room),
 		cmocka_unit_test(test_roundtrip_byte_by_byte),
 		cmocka_unit_test(test_truncated_frame_waits),
 		cmocka_unit_test(test_lost_first_byte_resyncs),
