@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/cgroup.h"
@@ -38,6 +39,10 @@
 #define AGENT_PORT_NAME "org.pandastack.agent"
 /* At exit (test modes), how long kernels get to stop, ms. */
 #define KERNELS_STOP_WAIT_MS 5000
+/* How long a stop waits for exec groups whose last processes are still
+ * going (killed at a timeout, say), ms, and how often it looks. */
+#define GROUPS_STOP_WAIT_MS 2000
+#define GROUPS_STOP_POLL_MS 10
 
 static int stop_requested;
 
@@ -80,6 +85,22 @@ static uint64_t raise_fd_limit(void)
 	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 	setrlimit(RLIMIT_NOFILE, &rl);
 	return before < 1024 ? before : 1024;
+}
+
+/* Before the agent exits: remove the exec groups left for a later sweep
+ * once their processes are gone (they are swept when an orphan is reaped,
+ * and the last process may not have been one).  A group whose processes
+ * outlive the wait stays. */
+static void sweep_groups_before_exit(void)
+{
+	int64_t end = util_now_ms() + GROUPS_STOP_WAIT_MS;
+	struct timespec pause = {0, GROUPS_STOP_POLL_MS * 1000000L};
+	for (;;) {
+		cgroup_sweep();
+		if (!cgroup_lingering() || util_now_ms() >= end)
+			return;
+		nanosleep(&pause, NULL);
+	}
 }
 
 /* Serve until asked to stop (never, as PID 1).  Returns an exit code. */
@@ -210,6 +231,7 @@ int main(int argc, char **argv)
 			serve(&env, SESSION_PORT_NAMED, AGENT_PORT_NAME), sleep(1);
 	/* code contexts: shut their kernels down (their groups are killed) */
 	contexts_shutdown(KERNELS_STOP_WAIT_MS);
+	sweep_groups_before_exit();
 	if (sfd >= 0) {
 		loop_watch_del(env.loop, &stopw);
 		close(sfd);
