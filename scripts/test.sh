@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, on a fresh Debian 12 host: install what
-# is needed, build (warnings are errors), unit tests plain and under ASan+UBSan,
-# a short run of every fuzz target, guest images and templates (cached in
+# is needed, build (warnings are errors), make check (unit tests plain and under
+# ASan+UBSan, a short run of every fuzz target), guest images and templates (cached in
 # $PANDASTACK_CACHE, default /var/cache/pandastack, rebuilt only when their
 # recipe changes), the smoke run, the engine's tests on real guests, the
 # daemon/CLI/SDK tests, the dashboard in a real browser, the MCP server with the
