@@ -89,10 +89,19 @@ say "$step" "configuring the tree"
 printf '%s\n' "$ROOTFS_HOSTNAME" >"$tree/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
 	"$ROOTFS_HOSTNAME" >"$tree/etc/hosts"
-# The DNS server of QEMU's user-mode network, used only when a sandbox is
-# given a network.
+# The sandbox's resolver: 10.0.2.3 in every sandbox's network.
 rm -f "$tree/etc/resolv.conf"
 printf 'nameserver 10.0.2.3\n' >"$tree/etc/resolv.conf"
+# pip as a user expects it in a sandbox whose user is root: `pip install`
+# into Debian's externally managed Python (PEP 668) without the refusal, no
+# warning about running as root, no version check against the index on
+# every run.
+cat >"$tree/etc/pip.conf" <<'EOF'
+[global]
+break-system-packages = true
+root-user-action = ignore
+disable-pip-version-check = true
+EOF
 install -d -m 0755 "$tree/workspace"
 install -d -m 0755 "$tree/etc/pandastack"
 printf '{"name": "%s", "rootfs_key": "%s"}\n' "$name" "$key" >"$tree/etc/pandastack/image.json"

@@ -151,7 +151,17 @@ def test_rootfs_image(name):
     info = json.loads(debugfs(img, "cat /etc/pandastack/image.json"))
     assert info == {"name": name, "rootfs_key": m["rootfs_key"]}
     assert "Type: regular" in debugfs(img, "stat /usr/bin/python3.11")
+    assert debugfs(img, "cat /etc/resolv.conf") == "nameserver 10.0.2.3\n"
+    # pip for Debian's externally managed Python, in every image
+    pip_conf = debugfs(img, "cat /etc/pip.conf")
+    assert re.search(r"(?m)^\[global\]$", pip_conf), pip_conf
+    assert re.search(r"(?m)^break-system-packages = true$", pip_conf), pip_conf
+    assert "Type: regular" in debugfs(img, "stat /usr/lib/python3.11/EXTERNALLY-MANAGED")
+    for path in ("/usr/bin/pip", "/usr/bin/pip3", "/usr/lib/python3.11/venv/__init__.py",
+                 "/usr/lib/python3.11/ensurepip/__init__.py"):
+        assert "Type: regular" in debugfs(img, f"stat {path}"), path
     dist = debugfs(img, "ls -l /usr/lib/python3/dist-packages")
+    assert re.search(r"\spip\s*$", dist, re.M)
     if name == "base":
         assert "IPython" not in dist
     if name == "code-interpreter":
@@ -160,6 +170,13 @@ def test_rootfs_image(name):
         assert "Type: symlink" in debugfs(img, "stat /usr/bin/python")
         assert "fontlist-v" in debugfs(img, "ls -l /root/.cache/matplotlib")
         assert "Type: regular" in debugfs(img, "stat /usr/share/jupyter/kernels/python3/kernel.json")
+        # the tools agents reach for (images/README.md), and what pip needs
+        # to build packages that compile
+        for tool in ("ps", "top", "curl", "wget", "git", "unzip", "file", "less", "gcc", "g++",
+                     "make"):
+            # a file or a link (gcc -> gcc-12)
+            assert re.search(r"Type: (regular|symlink)", debugfs(img, f"stat /usr/bin/{tool}")), tool
+        assert "Type: regular" in debugfs(img, "stat /usr/include/python3.11/Python.h")
 
 
 # --- cache behaviour, on a scratch cache of links to the real artifacts -------
