@@ -283,7 +283,7 @@ conformance-python: $(BUILD)/pandastackd
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
 #   test_qmp*  test_qemu_*  test_spawn*  fuzz_qmp*  fuzz_engine_*       libengine
-#   test_jupyter_*  test_kernel*  fuzz_agent_*  fuzz_jupyter_*          libagent
+#   test_jupyter_*  test_kernel*  test_netconf*  fuzz_agent_*  fuzz_jupyter_* libagent
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
 # test of a new module adds its name pattern here.
@@ -293,7 +293,7 @@ TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% \
                    fuzz_engine_% \
                    $(TESTS_OF_DAEMON)
-TESTS_OF_AGENT  := test_jupyter_% test_kernel% fuzz_agent_% fuzz_jupyter_%
+TESTS_OF_AGENT  := test_jupyter_% test_kernel% test_netconf% fuzz_agent_% fuzz_jupyter_%
 # test_libs NAME,DIR: the archives in DIR that test NAME links, in link order.
 test_libs = $(strip $(if $(filter $(TESTS_OF_DAEMON),$1),$2/libdaemon.a) \
                     $(if $(filter $(TESTS_OF_ENGINE),$1),$2/libengine.a) \

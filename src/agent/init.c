@@ -13,14 +13,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -28,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
+#include "agent/netconf.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -216,31 +214,29 @@ static void set_hostname(struct init_report *rep)
 		note(rep, errno, "sethostname");
 }
 
-static void loopback_up(struct init_report *rep)
+/* lo, IPv6 off, the sandbox's NIC (netconf.h).  No NIC is not an error:
+ * a guest started without one (an old template) still works offline. */
+static void network_up(struct init_report *rep, int64_t t0)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		note(rep, errno, "socket for lo");
-		return;
-	}
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-		note(rep, errno, "lo flags");
-	} else {
-		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-			note(rep, errno, "lo up");
-	}
-	close(fd);
+	struct netconf_report nr;
+	int r = netconf_apply(&netconf_sandbox, &nr);
+	rep->net_ms = util_now_ms() - t0;
+	rep->nic_up = nr.nic_up;
+	rep->nic_found = nr.nic_found;
+	if (r == -ENODEV)
+		log_kv(LOG_INFO, "agent.network", "nic=absent ifname=%s lo_up=%d ipv6_off=%d",
+		       netconf_sandbox.ifname, nr.lo_up, nr.ipv6_off);
+	else if (r < 0)
+		note(rep, r, "network (%s)", nr.error);
+	else
+		log_kv(LOG_INFO, "agent.network", "nic=up ifname=%s", netconf_sandbox.ifname);
 }
 
-static void root_stage(struct init_report *rep)
+static void root_stage(struct init_report *rep, int64_t t0)
 {
 	int r;
 	set_hostname(rep);
-	loopback_up(rep);
+	network_up(rep, t0);
 	struct {
 		const char *src, *dst, *type;
 		unsigned long flags;
@@ -295,7 +291,7 @@ int init_system(int64_t t0, struct init_report *rep)
 		rep->root_switched = 1;
 	rep->root_ms = util_now_ms() - t0;
 	if (rep->root_switched)
-		root_stage(rep);
+		root_stage(rep, t0);
 	rep->done_ms = util_now_ms() - t0;
 	return rep->error[0] ? -EIO : 0;
 }

@@ -2,8 +2,8 @@
  * init.h - what the agent does as PID 1 before it serves the host: the
  * initramfs stage (mount /dev /proc /sys, load the listed kernel modules,
  * wait for the root disk, mount it and switch root to it) and the root
- * stage (hostname, loopback up, tmpfs on /tmp /run /dev/shm, devpts,
- * cgroup2, /workspace).
+ * stage (hostname, the network (netconf.h: lo, the sandbox's NIC), tmpfs
+ * on /tmp /run /dev/shm, devpts, cgroup2, /workspace).
  *
  * Nothing here may end PID 1: every step logs its failure and the agent
  * goes on serving the port with what it has (a guest whose root disk is
@@ -29,10 +29,13 @@
 struct init_report {
 	int64_t modules_ms;     /* modules loaded */
 	int64_t root_ms;        /* root switched */
+	int64_t net_ms;         /* network configured (or found absent) */
 	int64_t done_ms;        /* root stage done */
 	unsigned modules_loaded, modules_failed;
 	int root_switched;      /* 1 if running on the root disk */
 	int cgroup_ok;          /* 1 if INIT_CGROUP_DIR supports cgroup.kill */
+	int nic_found;          /* 1 if the guest has the sandbox NIC (eth0) */
+	int nic_up;             /* 1 if it is configured (netconf.h) */
 	char error[160];        /* first failure, "" if none */
 };
 

@@ -177,10 +177,12 @@ int main(int argc, char **argv)
 		char line[512];
 		snprintf(line, sizeof(line),
 			 "pandastack-agent: up %lld ms after boot, init %lld ms (modules %u in "
-			 "%lld ms, root %s at %lld ms)%s%s",
+			 "%lld ms, root %s at %lld ms, network %s at %lld ms)%s%s",
 			 (long long)env.boot_ms, (long long)rep.done_ms, rep.modules_loaded,
 			 (long long)rep.modules_ms, rep.root_switched ? "mounted" : "NOT mounted",
-			 (long long)rep.root_ms, rep.error[0] ? "; error: " : "", rep.error);
+			 (long long)rep.root_ms,
+			 rep.nic_up ? "up" : rep.nic_found ? "NOT configured" : "absent",
+			 (long long)rep.net_ms, rep.error[0] ? "; error: " : "", rep.error);
 		init_console_line(line);
 	} else {
 		env.mode_name = listen_path ? "listen" : "port";
