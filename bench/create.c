@@ -233,7 +233,7 @@ static int peer_start(struct peer *p, struct strv *argv, const char *dir, int ti
 		}
 		if (r < 0)
 			return r;
-		if ((r = guest_conn_restore(p->a, vm_left_ms(deadline) + 1)) < 0)
+		if ((r = guest_conn_restore(p->a, NULL, vm_left_ms(deadline) + 1)) < 0)
 			return r;
 	}
 	return 0;
@@ -283,7 +283,7 @@ static int make_plain_snapshot(const struct template *t, const char *snap)
 		engine_path_join(sock, dir, "agent.sock");
 		r = guest_conn_open(sock, 30000, &p.a);
 		if (r == 0)
-			r = guest_conn_restore(p.a, 30000);
+			r = guest_conn_restore(p.a, NULL, 30000);
 		if (p.a)
 			guest_conn_close(p.a);
 		p.a = NULL;
@@ -397,7 +397,7 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 	if (r == 0)
 		r = guest_conn_open(sock, 30000, &p.a);
 	if (r == 0)
-		r = guest_conn_restore(p.a, 30000);
+		r = guest_conn_restore(p.a, NULL, 30000);
 	long pss = -1;
 	if (r == 0) {
 		struct guest_run_result res;
@@ -446,7 +446,7 @@ int main(int argc, char **argv)
 		struct vm *vm = NULL;
 		run_dir(dir, "c");
 		int64_t t0 = util_now_ms();
-		if ((r = vm_restore(t, dir, 60000, &vm, &verr)) < 0)
+		if ((r = vm_restore(t, dir, NULL, 60000, &vm, &verr)) < 0)
 			die("vm_restore", r, verr.msg);
 		v[i] = util_now_ms() - t0;
 		vm_stop(vm);
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
 		struct vm *vm = NULL;
 		run_dir(dir, "p");
 		int64_t t0 = util_now_ms();
-		if ((r = pool_take(pool, dir, 60000, &vm, &verr)) < 0)
+		if ((r = pool_take(pool, dir, NULL, 60000, &vm, &verr)) < 0)
 			die("pool_take", r, verr.msg);
 		v[i] = util_now_ms() - t0;
 		vm_stop(vm);
@@ -481,7 +481,7 @@ int main(int argc, char **argv)
 	/* 3. exec round trip */
 	struct vm *one = NULL;
 	run_dir(dir, "x");
-	if ((r = vm_restore(t, dir, 60000, &one, &verr)) < 0)
+	if ((r = vm_restore(t, dir, NULL, 60000, &one, &verr)) < 0)
 		die("vm_restore", r, verr.msg);
 	for (int i = 0; i < 100; i++) {
 		struct guest_run_result res;
@@ -503,7 +503,7 @@ int main(int argc, char **argv)
 	long avail0 = mem_available_kib();
 	for (int i = 0; i < IDLE; i++) {
 		run_dir(dir, "m");
-		if ((r = vm_restore(t, dir, 60000, &idle[i], &verr)) < 0)
+		if ((r = vm_restore(t, dir, NULL, 60000, &idle[i], &verr)) < 0)
 			die("vm_restore", r, verr.msg);
 	}
 	sleep(5);

@@ -37,6 +37,7 @@ struct agent_env {
 	const char *mode_name;  /* "init", "listen", "port" */
 	const char *workdir;    /* default cwd of exec */
 	const char *cgroup_dir; /* cgroup v2 folder for exec groups, or NULL */
+	const char *pip_conf;   /* the pip config file restore manages, or NULL */
 	int64_t boot_ms;        /* CLOCK_MONOTONIC at the agent's start */
 	uint64_t seq;           /* counter for unique names (temp files, cgroups) */
 	uint64_t child_nofile;  /* RLIMIT_NOFILE soft limit for commands (the

@@ -8,7 +8,10 @@
  *                                     init duties, never sets the clock)
  *   pandastack-agent --port DEV       serve on the given device
  *   options: --workdir DIR (default cwd of exec, default /workspace),
- *            --cgroup DIR (a cgroup2 folder: one group per exec)
+ *            --cgroup DIR (a cgroup2 folder: one group per exec),
+ *            --pip-conf FILE (the pip config file restore writes the
+ *            host's package index into; PID 1: AGENT_PIP_CONF, test modes:
+ *            none, so a test never writes the host's)
  *
  * Exit codes (test modes only; PID 1 never exits): 0 after SIGTERM/SIGINT,
  * 100 usage, 111 system error.
@@ -37,6 +40,9 @@
 #include "common/util.h"
 
 #define AGENT_PORT_NAME "org.pandastack.agent"
+/* PID 1's pip config file for the host's package index: read by pip before
+ * /etc/pip.conf (the image's), so that one keeps its settings. */
+#define AGENT_PIP_CONF "/etc/xdg/pip/pip.conf"
 /* At exit (test modes), how long kernels get to stop, ms. */
 #define KERNELS_STOP_WAIT_MS 5000
 /* How long a stop waits for exec groups whose last processes are still
@@ -67,7 +73,7 @@ static void on_orphan(void *ctx, pid_t pid, int status)
 static void usage(void)
 {
 	fprintf(stderr, "usage: pandastack-agent [--listen PATH | --port DEV] [--workdir DIR] "
-			"[--cgroup DIR]\n"
+			"[--cgroup DIR] [--pip-conf FILE]\n"
 			"       (no mode: PID 1 init mode)\n");
 }
 
@@ -134,6 +140,7 @@ int main(int argc, char **argv)
 		{"port", required_argument, NULL, 'p'},
 		{"workdir", required_argument, NULL, 'w'},
 		{"cgroup", required_argument, NULL, 'c'},
+		{"pip-conf", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -154,6 +161,9 @@ int main(int argc, char **argv)
 		case 'c':
 			cgroup_dir = optarg;
 			break;
+		case 'i':
+			env.pip_conf = optarg;
+			break;
 		default:
 			usage();
 			return c == 'h' ? 0 : 100;
@@ -171,6 +181,8 @@ int main(int argc, char **argv)
 	struct init_report rep;
 	if (env.init_mode) {
 		env.mode_name = "init";
+		if (!env.pip_conf)
+			env.pip_conf = AGENT_PIP_CONF;
 		init_system(env.boot_ms, &rep);
 		if (rep.cgroup_ok)
 			env.cgroup_dir = INIT_CGROUP_DIR;

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/pip_index.h"
 #include "common/util.h"
 
 /* Field flags. */
@@ -39,6 +40,7 @@ struct op_spec {
 static const struct field restore_fields[] = {
 	{"wall_clock_ns", T_STRING, F_REQ},
 	{"entropy", T_STRING, F_REQ},
+	{"pip_index_url", T_STRING, 0},
 	{NULL, 0, 0},
 };
 static const struct field exec_fields[] = {
@@ -330,6 +332,19 @@ static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, cha
 			       sizeof(r->entropy)) < 0)
 			return fail(err, errlen, -EINVAL, "entropy: must be %u hex digits",
 				    2 * AGENT_REQ_ENTROPY_BYTES);
+		if ((v = get(root, "pip_index_url"))) {
+			/* written into an INI file: one line, the daemon's rules */
+			const char *why = "";
+			size_t n = json_string_length(v);
+			if (n > PIP_INDEX_URL_MAX)
+				return fail(err, errlen, -E2BIG, "pip_index_url: longer than %u bytes",
+					    PIP_INDEX_URL_MAX);
+			if (memchr(json_string_value(v), '\0', n) ||
+			    pip_index_check(json_string_value(v), NULL, 0, NULL, &why) < 0)
+				return fail(err, errlen, -EINVAL, "pip_index_url: %s", why);
+			if (!(r->pip_index_url = dup_string(v)))
+				return -ENOMEM;
+		}
 		return 0;
 	}
 	case AGENT_OP_EXEC: {
@@ -461,6 +476,7 @@ void agent_req_free(struct agent_req *r)
 	free(r->cwd);
 	free(r->ctx_id);
 	free(r->code);
+	free(r->pip_index_url);
 	if (r->env)
 		for (size_t i = 0; i < r->nenv; i++)
 			free(r->env[i]);

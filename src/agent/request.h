@@ -80,6 +80,7 @@ struct agent_req {
 	/* restore */
 	uint64_t wall_clock_ns; /* CLOCK_REALTIME to set, ns since the epoch */
 	uint8_t entropy[AGENT_REQ_ENTROPY_BYTES];
+	char *pip_index_url;    /* checked (common/pip_index.h), or NULL */
 	/* context_* (cwd, env, timeout_ms and output_cap above apply too) */
 	char *ctx_id;           /* 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-] */
 	char *code;             /* context_run, context_pool (warm-up); NUL-free */

@@ -11,13 +11,14 @@
 #include <unistd.h>
 
 #include "common/body_caps.h"
+#include "common/pip_index.h"
 #include "engine/jail.h"
 #include "engine/template.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEFAULT_DATA_DIR "/var/lib/pandastack"
 
-enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG };
+enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX };
 
 struct opt {
 	const char *flag;
@@ -85,6 +86,8 @@ static const struct opt opts[] = {
 	 100000, "connections one client address may hold open (64)"},
 	{"--idle-timeout", "PANDASTACK_IDLE_TIMEOUT", OPT_U64, F(idle_timeout_s), 1, 3600,
 	 "seconds a connection may stay silent while the daemon waits for its request (60)"},
+	{"--pip-index-url", "PANDASTACK_PIP_INDEX_URL", OPT_PIP_INDEX, F(pip_index_url), 0, 0,
+	 "package index (http:// or https://) every sandbox's pip uses (none: PyPI)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -166,6 +169,16 @@ static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val,
 	case OPT_FLAG: {
 		int one = 1;
 		memcpy(base + o->off, &one, sizeof(one));
+		return 0;
+	}
+	case OPT_PIP_INDEX: {
+		/* the guest writes it into an INI file: the shared check */
+		const char *why = "";
+		if (pip_index_check(val, NULL, 0, NULL, &why) < 0) {
+			snprintf(err, errlen, "bad value for %s: %s", from, why);
+			return -EINVAL;
+		}
+		snprintf(base + o->off, o->width, "%s", val);
 		return 0;
 	}
 	}

@@ -32,6 +32,10 @@
  *   --idle-timeout S             PANDASTACK_IDLE_TIMEOUT          60 (a connection silent
  *                                                                   this long while sending
  *                                                                   headers or a body is cut)
+ *   --pip-index-url URL          PANDASTACK_PIP_INDEX_URL         (none: pip's default, PyPI)
+ *                                                                 the index every sandbox's
+ *                                                                 pip uses, written into the
+ *                                                                 guest at each restore
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -46,6 +50,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/pip_index.h"
 #include "engine/accel.h"
 
 struct daemon_cfg {
@@ -76,6 +81,7 @@ struct daemon_cfg {
 	int insecure_http;             /* plain HTTP on a non-loopback address is allowed */
 	uint32_t max_conns_per_ip;
 	uint32_t idle_timeout_s;
+	char pip_index_url[PIP_INDEX_URL_MAX + 1]; /* "" = none (common/pip_index.h) */
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;

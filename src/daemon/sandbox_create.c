@@ -56,14 +56,16 @@ static int reserve(struct sandboxes *reg, struct sbx *sb, unsigned limit, unsign
 }
 
 /* Restore a VM of t into run_dir: a pool entry if one is ready, else a new
- * QEMU.  *from_pool says which. */
-static int restore(struct tpl *t, const char *run_dir, struct vm **vm, struct vm_err *verr,
-		   int *from_pool)
+ * QEMU; the restore message carries d's guest settings.  *from_pool says
+ * which. */
+static int restore(const struct daemon *d, struct tpl *t, const char *run_dir, struct vm **vm,
+		   struct vm_err *verr, int *from_pool)
 {
+	const struct guest_restore_opts gopts = {.pip_index_url = d->cfg.pip_index_url};
 	*from_pool = 0;
 	int r = -EAGAIN;
 	if (tpl_pool(t)) {
-		r = pool_take(tpl_pool(t), run_dir, RESTORE_TIMEOUT_MS, vm, verr);
+		r = pool_take(tpl_pool(t), run_dir, &gopts, RESTORE_TIMEOUT_MS, vm, verr);
 		*from_pool = r == 0;
 		if (r < 0 && r != -EAGAIN) {
 			char q[300];
@@ -75,7 +77,7 @@ static int restore(struct tpl *t, const char *run_dir, struct vm **vm, struct vm
 	}
 	if (r == -EAGAIN) {
 		memset(verr, 0, sizeof(*verr));
-		r = vm_restore(tpl_template(t), run_dir, RESTORE_TIMEOUT_MS, vm, verr);
+		r = vm_restore(tpl_template(t), run_dir, &gopts, RESTORE_TIMEOUT_MS, vm, verr);
 	}
 	return r;
 }
@@ -156,7 +158,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	int from_pool = 0;
 	r = sbx__run_dir(reg, id, run_dir, sizeof(run_dir));
 	if (!r)
-		r = restore(t, run_dir, &vm, &verr, &from_pool);
+		r = restore(d, t, run_dir, &vm, &verr, &from_pool);
 	/* The monitor ends the VM at TTL + grace even if no daemon is left. */
 	if (!r && (r = vm_set_deadline(vm, now + ttl * 1000 + (int64_t)d->cfg.ttl_grace_s * 1000)) < 0) {
 		vm_stop(vm);

@@ -375,7 +375,7 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	if (r < 0)
 		goto fail_tmp;
 	say(&b, "agent up; restore message");
-	if ((r = guest_conn_restore(a, 30000)) < 0) {
+	if ((r = guest_conn_restore(a, NULL, 30000)) < 0) {
 		fail(&b, r, "the agent's restore failed: %s", strerror(-r));
 		goto fail_vm;
 	}

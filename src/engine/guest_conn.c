@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pip_index.h"
 #include "common/util.h"
 
 #define HELLO_RESEND_MS 50
@@ -219,8 +220,14 @@ void guest_conn_stats(const struct guest_conn *c, struct guest_conn_stats *out)
 	*out = c->stats; /* written before the reader thread started, never after */
 }
 
-int guest_conn_restore(struct guest_conn *c, int timeout_ms)
+int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
+		       int timeout_ms)
 {
+	const char *pip = opts && opts->pip_index_url && opts->pip_index_url[0]
+				  ? opts->pip_index_url
+				  : NULL;
+	if (pip && pip_index_check(pip, NULL, 0, NULL, NULL) < 0)
+		return -EINVAL;
 	uint8_t ent[64];
 	char hex[2 * sizeof(ent) + 1], clock[24];
 	int r = util_random(ent, sizeof(ent));
@@ -232,6 +239,12 @@ int guest_conn_restore(struct guest_conn *c, int timeout_ms)
 	json_t *req = json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns", clock,
 				"entropy", hex);
 	explicit_bzero(hex, sizeof(hex));
+	/* only when set: the request of a host without one is what agents
+	 * older than the field accept */
+	if (req && pip && json_object_set_new(req, "pip_index_url", json_string(pip)) < 0) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req)
 		return -ENOMEM;
 	json_t *res = NULL;

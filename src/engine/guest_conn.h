@@ -49,13 +49,24 @@ void guest_conn_close(struct guest_conn *c);
  * protocol error. */
 int guest_conn_alive(struct guest_conn *c);
 
+/* What the restore message carries besides the clock and the entropy
+ * (docs/agent-protocol.md, "restore").  A zeroed struct: nothing. */
+struct guest_restore_opts {
+	/* the package index the guest's pip uses (common/pip_index.h; the
+	 * caller checked it), or NULL / "": none (pip's default) */
+	const char *pip_index_url;
+};
+
 /*
  * guest_conn_restore - send the restore operation: the host's wall clock
- * (CLOCK_REALTIME, ns) and 64 bytes from getrandom(); wait for its END.
- * Call after every boot and every restore before anything else.
- * Returns 0, -ETIMEDOUT, -ECONNRESET, -EIO (the agent reported an error).
+ * (CLOCK_REALTIME, ns), 64 bytes from getrandom() and what opts holds
+ * (borrowed; NULL: nothing); wait for its END.  Call after every boot and
+ * every restore before anything else.
+ * Returns 0, -ETIMEDOUT, -ECONNRESET, -EIO (the agent reported an error),
+ * -EINVAL (opts->pip_index_url fails pip_index_check; nothing sent).
  */
-int guest_conn_restore(struct guest_conn *c, int timeout_ms);
+int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
+		       int timeout_ms);
 
 /*
  * guest_conn_info - the JSON object the agent sent in HELLO_ACK (borrowed;

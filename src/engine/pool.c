@@ -165,8 +165,8 @@ int pool_new(const struct template *t, const char *pool_dir, unsigned size, stru
 	return 0;
 }
 
-int pool_take(struct pool *p, const char *run_dir, int timeout_ms, struct vm **out,
-	      struct vm_err *err)
+int pool_take(struct pool *p, const char *run_dir, const struct guest_restore_opts *gopts,
+	      int timeout_ms, struct vm **out, struct vm_err *err)
 {
 	int64_t deadline = util_now_ms() + timeout_ms;
 	err->msg[0] = '\0';
@@ -196,7 +196,7 @@ int pool_take(struct pool *p, const char *run_dir, int timeout_ms, struct vm **o
 		return e;
 	}
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", run_dir);
-	int r = vm_finish_restore(v, p->t, deadline, err);
+	int r = vm_finish_restore(v, p->t, gopts, deadline, err);
 	if (r == 0)
 		r = vm_handed_out(v);
 	if (r < 0) {

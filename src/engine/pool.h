@@ -28,12 +28,12 @@ int pool_new(const struct template *t, const char *pool_dir, unsigned size, stru
 
 /*
  * pool_take - take a ready entry, rename it to run_dir and finish the
- * restore (migrate-incoming, cont, handshake, restore message), like
- * vm_restore.  Returns 0 with *out, -EAGAIN if no entry is ready, or
+ * restore (migrate-incoming, cont, handshake, restore message with gopts),
+ * like vm_restore.  Returns 0 with *out, -EAGAIN if no entry is ready, or
  * -errno with err filled (the entry is discarded).
  */
-int pool_take(struct pool *p, const char *run_dir, int timeout_ms, struct vm **out,
-	      struct vm_err *err);
+int pool_take(struct pool *p, const char *run_dir, const struct guest_restore_opts *gopts,
+	      int timeout_ms, struct vm **out, struct vm_err *err);
 
 /* pool_ready - entries ready now. */
 unsigned pool_ready(struct pool *p);

@@ -27,8 +27,9 @@
 #include "engine/guest_conn.h"
 #include "engine/spawn.h"
 
-int vm_restore(const struct template *t, const char *run_dir, int timeout_ms,
-	       struct vm **out, struct vm_err *err)
+int vm_restore(const struct template *t, const char *run_dir,
+	       const struct guest_restore_opts *gopts, int timeout_ms, struct vm **out,
+	       struct vm_err *err)
 {
 	int64_t t0 = util_now_ms(), deadline = t0 + timeout_ms;
 	struct vm *v = NULL;
@@ -36,7 +37,7 @@ int vm_restore(const struct template *t, const char *run_dir, int timeout_ms,
 	if (r < 0)
 		return r;
 	int64_t t1 = util_now_ms();
-	if ((r = vm_finish_restore(v, t, deadline, err)) < 0) {
+	if ((r = vm_finish_restore(v, t, gopts, deadline, err)) < 0) {
 		log_kv(LOG_WARN, "vm.restore_failed", "template=%s pid=%d err=%d", t->name,
 		       (int)v->pid, r);
 		vm_discard(v);

@@ -41,15 +41,17 @@ struct vm_err {
  * not exist): new qcow2 overlay on the template's disk layer, QEMU started
  * with the template's machine arguments, memory file share=off, -incoming
  * defer; x-ignore-shared; migrate-incoming of the state file; cont; agent
- * handshake; restore message (clock, entropy).  Never boots, never copies
- * the memory file or the image.  timeout_ms bounds the whole call.
+ * handshake; restore message (clock, entropy, and gopts: borrowed, may be
+ * NULL; guest_conn.h).  Never boots, never copies the memory file or the
+ * image.  timeout_ms bounds the whole call.
  * Returns 0 with *out owned by the caller, or -errno with err->msg saying
  * what failed (-ENOENT template files missing, -ETIMEDOUT, -EIO QEMU or the
  * agent failed: its console tail is in the message).  On failure nothing is
  * left running and run_dir is removed.
  */
-int vm_restore(const struct template *t, const char *run_dir, int timeout_ms,
-	       struct vm **out, struct vm_err *err);
+int vm_restore(const struct template *t, const char *run_dir,
+	       const struct guest_restore_opts *gopts, int timeout_ms, struct vm **out,
+	       struct vm_err *err);
 
 /*
  * vm_adopt - find the QEMU of run_dir again (after a daemon restart): read

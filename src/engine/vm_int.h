@@ -85,11 +85,12 @@ int vm_handed_out(struct vm *v);
 
 /*
  * vm_finish_restore - migrate t's state into the launched v, `cont`, open
- * the agent connection and send the restore message, write vm.json.
+ * the agent connection and send the restore message (with gopts, borrowed,
+ * may be NULL), write vm.json.
  * Returns 0 or -errno with err->msg (v is left for the caller to discard).
  */
-int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
-		      struct vm_err *err);
+int vm_finish_restore(struct vm *v, const struct template *t,
+		      const struct guest_restore_opts *gopts, int64_t deadline, struct vm_err *err);
 
 /* vm_discard - SIGKILL QEMU, wait for it, remove its run directory, free. */
 void vm_discard(struct vm *v);

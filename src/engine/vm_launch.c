@@ -319,8 +319,8 @@ static double ms1(int64_t us)
 	return (double)us / 1000.0;
 }
 
-int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
-		      struct vm_err *err)
+int vm_finish_restore(struct vm *v, const struct template *t,
+		      const struct guest_restore_opts *gopts, int64_t deadline, struct vm_err *err)
 {
 	char msg[256], sock[PATH_MAX];
 	int64_t t0 = util_now_us(), ts = t0, tn;
@@ -358,7 +358,7 @@ int vm_finish_restore(struct vm *v, const struct template *t, int64_t deadline,
 	v->ph.hello = as.handshake_us;
 	v->ph.hellos = as.hellos;
 	ts = util_now_us();
-	if ((r = guest_conn_restore(v->agent, vm_left_ms(deadline) + 1)) < 0) {
+	if ((r = guest_conn_restore(v->agent, gopts, vm_left_ms(deadline) + 1)) < 0) {
 		vm_fail_msg(v, err, "the agent's restore failed", r);
 		return r == -ETIMEDOUT ? r : -EIO;
 	}

@@ -123,7 +123,7 @@ static int cmd_smoke(const char *cache, enum accel_kind accel, const char *name)
 	struct vm *v = NULL;
 	struct vm_err verr;
 	int64_t t0 = util_now_ms();
-	r = vm_restore(t, run, 60000, &v, &verr);
+	r = vm_restore(t, run, NULL, 60000, &v, &verr);
 	int64_t t1 = util_now_ms();
 	if (r < 0) {
 		fprintf(stderr, "pandastack-engine: create failed: %s\n", verr.msg);

@@ -88,7 +88,7 @@ static inline struct vm *et_restore(void)
 	struct vm *v = NULL;
 	struct vm_err err;
 	et_run_dir(dir);
-	int r = vm_restore(et_tpl, dir, ET_RESTORE_MS, &v, &err);
+	int r = vm_restore(et_tpl, dir, NULL, ET_RESTORE_MS, &v, &err);
 	if (r < 0)
 		fail_msg("vm_restore: %d %s", r, err.msg);
 	return v;

@@ -200,7 +200,7 @@ static void test_pool_take_and_refill(void **state)
 	et_run_dir(run);
 	struct vm *v = NULL;
 	struct vm_err err;
-	int r = pool_take(p, run, ET_RESTORE_MS, &v, &err);
+	int r = pool_take(p, run, NULL, ET_RESTORE_MS, &v, &err);
 	if (r < 0)
 		fail_msg("pool_take: %d %s", r, err.msg);
 	assert_string_equal(vm_run_dir(v), run);
@@ -224,7 +224,7 @@ static void test_pool_take_and_refill(void **state)
 	/* Size 0: the pool is off. */
 	assert_int_equal(pool_new(et_tpl, pdir, 0, &p), 0);
 	et_run_dir(run);
-	assert_int_equal(pool_take(p, run, 1000, &v, &err), -EAGAIN);
+	assert_int_equal(pool_take(p, run, NULL, 1000, &v, &err), -EAGAIN);
 	pool_free(p);
 }
 
@@ -281,7 +281,7 @@ static void test_existing_run_dir_refused(void **state)
 	assert_int_equal(mkdir(dir, 0755), 0);
 	struct vm *v = NULL;
 	struct vm_err err;
-	assert_int_equal(vm_restore(et_tpl, dir, 10000, &v, &err), -EEXIST);
+	assert_int_equal(vm_restore(et_tpl, dir, NULL, 10000, &v, &err), -EEXIST);
 	assert_null(v);
 	assert_int_equal(rmdir(dir), 0);
 }

@@ -1,7 +1,7 @@
 /*
  * agent_harness.h - helpers for the host tests of the agent
  * (test_agent_host.c, test_agent_files.c): start pandastack-agent --listen on
- * a socket in a fresh temporary folder, connect through guest_conn, run
+ * a socket in a fresh temporary folder (its --pip-conf there too), connect through guest_conn, run
  * execs (through the exec reader, guest_run) and file transfers, look for
  * leftover processes.
  *
@@ -42,6 +42,7 @@ struct agent_proc {
 	char sock[PATH_MAX + 16];
 	char ws[PATH_MAX + 16]; /* the agent's default working directory */
 	char log[PATH_MAX + 16];
+	char pip_conf[PATH_MAX + 16]; /* --pip-conf: restore's pip config file */
 };
 
 /* The agent binary to run. */
@@ -77,6 +78,7 @@ HARNESS int harness_start_as(struct agent_proc *a, uid_t uid, const char *cgroup
 	snprintf(a->sock, sizeof(a->sock), "%s/agent.sock", a->dir);
 	snprintf(a->ws, sizeof(a->ws), "%s/ws", a->dir);
 	snprintf(a->log, sizeof(a->log), "%s/agent.log", a->dir);
+	snprintf(a->pip_conf, sizeof(a->pip_conf), "%s/pip/pip.conf", a->dir);
 	if (mkdir(a->ws, 0755) < 0)
 		return -errno;
 	if (uid && (chown(a->dir, uid, uid) < 0 || chown(a->ws, uid, uid) < 0))
@@ -97,10 +99,11 @@ HARNESS int harness_start_as(struct agent_proc *a, uid_t uid, const char *cgroup
 		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
 			_exit(111);
 		if (cgroup_dir)
-			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, "--cgroup",
-			      cgroup_dir, (char *)NULL);
+			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, "--pip-conf",
+			      a->pip_conf, "--cgroup", cgroup_dir, (char *)NULL);
 		else
-			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, (char *)NULL);
+			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, "--pip-conf",
+			      a->pip_conf, (char *)NULL);
 		_exit(127);
 	}
 	a->pid = pid;

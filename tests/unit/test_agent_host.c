@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "agent_harness.h"
+#include "common/pip_index.h"
 #include "common/proto.h"
 
 struct fixture {
@@ -502,7 +503,7 @@ static void test_request_validation(void **state)
 static void test_restore(void **state)
 {
 	struct fixture *f = *state;
-	assert_int_equal(guest_conn_restore(f->c, 5000), 0);
+	assert_int_equal(guest_conn_restore(f->c, NULL, 5000), 0);
 	/* in --listen mode the agent never touches the host's clock */
 	json_t *end = harness_call(
 		f->c, json_pack("{s:s, s:s, s:s}", "op", "restore", "wall_clock_ns", "1000000000",
@@ -517,6 +518,124 @@ static void test_restore(void **state)
 	json_t *info = guest_conn_info(f->c);
 	assert_string_equal(json_string_value(json_object_get(info, "mode")), "listen");
 	assert_int_equal(json_integer_value(json_object_get(info, "proto")), PROTO_VERSION);
+}
+
+/* The agent's pip config file as text ("" when absent). */
+static char *pip_conf_text(struct fixture *f)
+{
+	char *txt = NULL;
+	int r = util_read_file(f->a.pip_conf, 1 << 16, &txt, NULL);
+	if (r == -ENOENT)
+		return strdup("");
+	assert_int_equal(r, 0);
+	return txt;
+}
+
+static json_t *restore_request(const char *pip_index_url)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}", "op", "restore", "wall_clock_ns", "1000000000",
+			 "entropy",
+			 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+			 "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+			 "pip_index_url", pip_index_url);
+}
+
+/* The host's package index travels in the restore message into the pip
+ * config file; a restore without one removes it; a URL that would break
+ * the file's lines is refused on both sides. */
+static void test_restore_pip_index(void **state)
+{
+	struct fixture *f = *state;
+	char *txt = pip_conf_text(f);
+	assert_string_equal(txt, ""); /* nothing before the first restore */
+	free(txt);
+
+	struct guest_restore_opts o = {.pip_index_url = "https://mirror.example/pypi/simple/"};
+	assert_int_equal(guest_conn_restore(f->c, &o, 5000), 0);
+	txt = pip_conf_text(f);
+	assert_non_null(strstr(txt, "\n[global]\nindex-url = https://mirror.example/pypi/simple/\n"));
+	assert_null(strstr(txt, "trusted-host"));
+	free(txt);
+
+	/* plain http: pip must also be told to trust the host (with its port) */
+	o.pip_index_url = "http://user:pw@10.9.8.7:3141/root/pypi/+simple/";
+	assert_int_equal(guest_conn_restore(f->c, &o, 5000), 0);
+	txt = pip_conf_text(f);
+	assert_non_null(strstr(txt, "\nindex-url = http://user:pw@10.9.8.7:3141/root/pypi/+simple/\n"
+				    "trusted-host = 10.9.8.7:3141\n"));
+	free(txt);
+
+	/* the END says so */
+	json_t *end = harness_call(f->c, restore_request("https://idx.example/simple"));
+	assert_non_null(end);
+	assert_null(end_error(end));
+	assert_true(json_is_true(json_object_get(end, "pip_index_url")));
+	json_decref(end);
+
+	/* refused by the host before sending, and by the agent if sent anyway:
+	 * the file keeps its last content */
+	o.pip_index_url = "https://ok.example/\nindex-url = https://evil.example/";
+	assert_int_equal(guest_conn_restore(f->c, &o, 5000), -EINVAL);
+	end = harness_call(f->c, restore_request(o.pip_index_url));
+	assert_non_null(end);
+	assert_string_equal(end_error(end), "EINVAL");
+	json_decref(end);
+	char ent[129];
+	memset(ent, '0', 128);
+	ent[128] = '\0';
+	json_t *bad[] = {json_integer(5), json_string("ftp://ok.example/")};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *req = json_pack("{s:s, s:s, s:s, s:o}", "op", "restore", "wall_clock_ns", "1",
+					"entropy", ent, "pip_index_url", bad[i]);
+		assert_non_null(req);
+		end = harness_call(f->c, req);
+		assert_non_null(end);
+		if (!end_error(end) || strcmp(end_error(end), "EINVAL") != 0)
+			fail_msg("pip_index_url #%zu: %s", i, end_error(end) ? end_error(end) : "ok");
+		json_decref(end);
+	}
+	/* a NUL (which would cut the line short): the JSON itself is refused */
+	static const char nul_url[] = "https://ok.example/\0\nx = y";
+	end = harness_call(f->c, json_pack("{s:s, s:s, s:s, s:o}", "op", "restore", "wall_clock_ns",
+					   "1", "entropy", ent, "pip_index_url",
+					   json_stringn(nul_url, sizeof(nul_url) - 1)));
+	assert_non_null(end);
+	assert_string_equal(json_string_value(json_object_get(end, "code")), "EBADMSG");
+	json_decref(end);
+	char *huge = malloc(PIP_INDEX_URL_MAX + 2);
+	memset(huge, 'a', PIP_INDEX_URL_MAX + 1);
+	memcpy(huge, "https://x/", 10);
+	huge[PIP_INDEX_URL_MAX + 1] = '\0';
+	end = harness_call(f->c, restore_request(huge));
+	assert_string_equal(end_error(end), "E2BIG");
+	json_decref(end);
+	free(huge);
+	txt = pip_conf_text(f);
+	assert_non_null(strstr(txt, "index-url = https://idx.example/simple\n"));
+	assert_null(strstr(txt, "evil"));
+	free(txt);
+
+	/* null counts as absent */
+	end = harness_call(f->c, json_pack("{s:s, s:s, s:s, s:n}", "op", "restore", "wall_clock_ns",
+					   "1", "entropy", ent, "pip_index_url"));
+	assert_null(end_error(end));
+	assert_true(json_is_false(json_object_get(end, "pip_index_url")));
+	json_decref(end);
+	txt = pip_conf_text(f);
+	assert_string_equal(txt, "");
+	free(txt);
+	assert_int_equal(guest_conn_restore(f->c, &(struct guest_restore_opts){.pip_index_url =
+									 "https://idx.example/simple"},
+					    5000),
+			 0);
+
+	/* no index: the file goes (pip's default again) */
+	assert_int_equal(guest_conn_restore(f->c, NULL, 5000), 0);
+	txt = pip_conf_text(f);
+	assert_string_equal(txt, "");
+	free(txt);
+	o.pip_index_url = "";
+	assert_int_equal(guest_conn_restore(f->c, &o, 5000), 0);
 }
 
 int main(void)
@@ -538,6 +657,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_upload_beside_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_validation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_pip_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

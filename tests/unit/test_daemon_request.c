@@ -447,6 +447,55 @@ static void listen_parsing(void **state)
 	assert_int_equal(config_parse_listen("::1:80", host, sizeof(host), &port), -EINVAL);
 }
 
+/* --pip-index-url and PANDASTACK_PIP_INDEX_URL: checked with the guest's
+ * rules (common/pip_index.h), the flag over the variable, none by default;
+ * a refusal names the reason, never the URL (it may hold a password). */
+static void pip_index_setting(void **state)
+{
+	(void)state;
+	struct daemon_cfg cfg;
+	char err[256];
+	char *none[] = {"pandastackd", NULL};
+	unsetenv("PANDASTACK_PIP_INDEX_URL");
+	assert_int_equal(config_load(&cfg, 1, none, err, sizeof(err)), 0);
+	assert_string_equal(cfg.pip_index_url, "");
+	setenv("PANDASTACK_PIP_INDEX_URL", "http://10.0.0.5:3141/simple/", 1);
+	assert_int_equal(config_load(&cfg, 1, none, err, sizeof(err)), 0);
+	assert_string_equal(cfg.pip_index_url, "http://10.0.0.5:3141/simple/");
+	char *flag[] = {"pandastackd", "--pip-index-url", "https://mirror.example/simple", NULL};
+	assert_int_equal(config_load(&cfg, 3, flag, err, sizeof(err)), 0);
+	assert_string_equal(cfg.pip_index_url, "https://mirror.example/simple");
+	char *eq[] = {"pandastackd", "--pip-index-url=https://m2.example/simple", NULL};
+	assert_int_equal(config_load(&cfg, 2, eq, err, sizeof(err)), 0);
+	assert_string_equal(cfg.pip_index_url, "https://m2.example/simple");
+	unsetenv("PANDASTACK_PIP_INDEX_URL");
+	const char *bad[] = {
+		"ftp://mirror.example/simple",
+		"https://u:secret@mirror.example/simple\nindex-url = x",
+		"https://u:secret@mirror.example/a b",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = {"pandastackd", "--pip-index-url", (char *)bad[i], NULL};
+		assert_int_equal(config_load(&cfg, 3, argv, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "--pip-index-url"));
+		assert_null(strstr(err, "secret"));
+	}
+	setenv("PANDASTACK_PIP_INDEX_URL", "mirror.example", 1);
+	assert_int_equal(config_load(&cfg, 1, none, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "PANDASTACK_PIP_INDEX_URL"));
+	unsetenv("PANDASTACK_PIP_INDEX_URL");
+	/* the cap */
+	static char long_url[PIP_INDEX_URL_MAX + 2];
+	memset(long_url, 'a', sizeof(long_url) - 1);
+	memcpy(long_url, "https://x/", 10);
+	char *toolong[] = {"pandastackd", "--pip-index-url", long_url, NULL};
+	assert_int_equal(config_load(&cfg, 3, toolong, err, sizeof(err)), -EINVAL);
+	long_url[PIP_INDEX_URL_MAX] = '\0';
+	assert_int_equal(config_load(&cfg, 3, toolong, err, sizeof(err)), 0);
+	assert_int_equal(strlen(cfg.pip_index_url), PIP_INDEX_URL_MAX);
+}
+
 static void agent_errors(void **state)
 {
 	(void)state;
@@ -531,6 +580,7 @@ int main(void)
 		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
 		cmocka_unit_test(paths_and_queries),
 		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
+		cmocka_unit_test(pip_index_setting),
 		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
 		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),
 		cmocka_unit_test(error_table),
