@@ -69,7 +69,7 @@ LIB_MCP    := $(BUILD)/libmcp.a
 # never enables that mechanism and src/agent/gssapi_absent.c answers them.
 AGENT_LIBS := -ljansson -lzmq -lsodium -lpgm -lnorm -lprotokit -lbsd -lmd \
               -lcrypto -lstdc++ -lpthread -lm
-HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lpthread -lm
+HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lpthread -lm
 
 PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
             $(BUILD)/pandastack-engine
@@ -282,7 +282,7 @@ conformance-python: $(BUILD)/pandastackd
 #                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
-#   test_qmp*  test_qemu_*  test_spawn*  fuzz_qmp*  fuzz_engine_*       libengine
+#   test_qmp*  test_qemu_*  test_spawn*  test_netslot*  fuzz_qmp*  fuzz_engine_*  libengine
 #   test_jupyter_*  test_kernel*  test_netconf*  fuzz_agent_*  fuzz_jupyter_* libagent
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
@@ -290,7 +290,7 @@ conformance-python: $(BUILD)/pandastackd
 TESTS_OF_DAEMON := test_daemon_% test_web_% fuzz_api_%
 TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
 TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
-TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% fuzz_qmp% \
+TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% test_netslot% fuzz_qmp% \
                    fuzz_engine_% \
                    $(TESTS_OF_DAEMON)
 TESTS_OF_AGENT  := test_jupyter_% test_kernel% test_netconf% fuzz_agent_% fuzz_jupyter_%

@@ -173,7 +173,18 @@ struct peer {
 	char dir[PATH_MAX];
 	struct qmp *q;
 	struct guest_conn *a;
+	struct netslot net;     /* its NIC's namespace (every template has a NIC) */
 };
+
+/* A network slot for a peer's NIC, or exit: the bench cannot go on without. */
+static void peer_net(struct netslot *n)
+{
+	char err[256];
+	if (netslot_create(n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bench: %s\n", err);
+		exit(1);
+	}
+}
 
 static void peer_end(struct peer *p)
 {
@@ -188,6 +199,7 @@ static void peer_end(struct peer *p)
 	}
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	netslot_close(&p->net);
 	char st[96];
 	spawn_exit_status(p->dir, 1000, st, sizeof(st));
 	util_rm_rf(p->dir);
@@ -204,15 +216,20 @@ static void peer_report(struct peer *p, const char *what, int r)
 	fprintf(stderr, "bench: %s failed: %s; qemu: %s; console: %s\n", what, strerror(-r), q, c);
 }
 
-/* Start argv in dir (created); wait for the agent if wait_agent. */
-static int peer_start(struct peer *p, struct strv *argv, const char *dir, int timeout_ms,
-		      int want_qmp, int want_agent)
+/* Start argv in dir (created) with the NIC of net (taken over by p);
+ * wait for the agent if wait_agent. */
+static int peer_start(struct peer *p, struct strv *argv, const char *dir, struct netslot *net,
+		      int timeout_ms, int want_qmp, int want_agent)
 {
 	memset(p, 0, sizeof(*p));
 	p->pidfd = -1;
+	p->net = *net;
 	snprintf(p->dir, sizeof(p->dir), "%s", dir);
 	int64_t deadline = util_now_ms() + timeout_ms;
-	int r = spawn_detached(argv->v, dir, NULL, &p->pid);
+	struct spawn_opts so = {.pass_fds = {p->net.tap}, .npass = 1};
+	int r = spawn_detached(argv->v, dir, &so, &p->pid);
+	close(p->net.tap);
+	p->net.tap = -1;
 	if (r < 0)
 		return r;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
@@ -239,19 +256,24 @@ static int peer_start(struct peer *p, struct strv *argv, const char *dir, int ti
 	return 0;
 }
 
-/* The clone command line for dir with a fresh overlay (created in dir). */
-static int clone_argv(const struct template *t, const char *dir, struct strv *argv)
+/* The clone command line for dir with a fresh overlay (created in dir) and
+ * the NIC of net (made here). */
+static int clone_argv(const struct template *t, const char *dir, struct strv *argv,
+		      struct netslot *net)
 {
+	peer_net(net);
 	char overlay[PATH_MAX];
 	int r = mkdir(dir, 0755) < 0 ? -errno : 0;
 	if (r == 0)
 		r = engine_path_join(overlay, dir, "overlay.qcow2");
 	if (r == 0)
 		r = template_overlay_create(t, overlay);
-	if (r < 0)
+	if (r < 0) {
+		netslot_close(net);
 		return r;
-	struct qemu_instance in = {QEMU_ROLE_CLONE, dir, t->memory, NULL, NULL, NULL, NULL};
-	in.disk = overlay;
+	}
+	struct qemu_instance in = {.role = QEMU_ROLE_CLONE, .sock_dir = dir, .mem_path = t->memory,
+				   .disk = overlay, .tap_fd = net->tap};
 	strv_init(argv);
 	return qemu_command_line(qemu_binary(), &t->spec, &in, argv);
 }
@@ -263,12 +285,13 @@ static int make_plain_snapshot(const struct template *t, const char *snap)
 	char dir[PATH_MAX], msg[256], uri[PATH_MAX + 32];
 	struct strv argv;
 	struct peer p;
+	struct netslot net;
 	run_dir(dir, "plain-src");
-	int r = clone_argv(t, dir, &argv);
+	int r = clone_argv(t, dir, &argv, &net);
 	if (r < 0)
 		return r;
 	argv_set(&argv, "-sandbox", NULL, "");
-	r = peer_start(&p, &argv, dir, 60000, 1, 0);
+	r = peer_start(&p, &argv, dir, &net, 60000, 1, 0);
 	strv_free(&argv);
 	if (r == 0)
 		r = migrate_set_caps(p.q, 10000);
@@ -327,8 +350,9 @@ static long long plain_restore_ms(const struct template *t, const char *snap)
 	char dir[PATH_MAX], mem[64], inc[PATH_MAX + 16];
 	struct strv argv;
 	struct peer p;
+	struct netslot net;
 	run_dir(dir, "plain");
-	if (clone_argv(t, dir, &argv) < 0)
+	if (clone_argv(t, dir, &argv, &net) < 0)
 		return -1;
 	argv_set(&argv, "-sandbox", NULL, "");
 	snprintf(mem, sizeof(mem), "memory-backend-ram,id=mem,size=%uM", t->spec.memory_mib);
@@ -336,7 +360,7 @@ static long long plain_restore_ms(const struct template *t, const char *snap)
 	snprintf(inc, sizeof(inc), "exec:cat %s", snap);
 	argv_set(&argv, "-incoming", NULL, inc);
 	int64_t t0 = util_now_ms();
-	int r = peer_start(&p, &argv, dir, 60000, 0, 1);
+	int r = peer_start(&p, &argv, dir, &net, 60000, 0, 1);
 	long long ms = r == 0 ? util_now_ms() - t0 : -1;
 	if (r < 0)
 		peer_report(&p, "plain restore", r);
@@ -358,13 +382,16 @@ static long long cold_boot_ms(const struct template *t, const struct manifest *m
 		return -1;
 	char cmdline[MANIFEST_CMDLINE_MAX + 64];
 	engine_boot_cmdline(m, t->spec.accel, cmdline, sizeof(cmdline));
-	struct qemu_instance in = {QEMU_ROLE_BAKE, dir, mem, overlay, m->kernel, m->initramfs,
-				   cmdline};
+	struct netslot net;
+	peer_net(&net);
+	struct qemu_instance in = {.role = QEMU_ROLE_BAKE, .sock_dir = dir, .mem_path = mem,
+				   .disk = overlay, .kernel = m->kernel, .initrd = m->initramfs,
+				   .append = cmdline, .tap_fd = net.tap};
 	strv_init(&argv);
 	if (qemu_command_line(qemu_binary(), &t->spec, &in, &argv) < 0)
 		return -1;
 	int64_t t0 = util_now_ms();
-	int r = peer_start(&p, &argv, dir, 30000, 0, 1);
+	int r = peer_start(&p, &argv, dir, &net, 30000, 0, 1);
 	long long ms = r == 0 ? util_now_ms() - t0 : -1;
 	if (r < 0)
 		peer_report(&p, "cold boot", r);
@@ -379,12 +406,13 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 	char dir[PATH_MAX], accel[64], msg[256];
 	struct strv argv;
 	struct peer p;
+	struct netslot net;
 	run_dir(dir, "tb");
-	if (clone_argv(t, dir, &argv) < 0)
+	if (clone_argv(t, dir, &argv, &net) < 0)
 		return -1;
 	snprintf(accel, sizeof(accel), "tcg,tb-size=%u", tb);
 	argv_set(&argv, "-accel", NULL, accel);
-	int r = peer_start(&p, &argv, dir, 60000, 1, 0);
+	int r = peer_start(&p, &argv, dir, &net, 60000, 1, 0);
 	strv_free(&argv);
 	if (r == 0)
 		r = migrate_set_caps(p.q, 10000);

@@ -152,7 +152,7 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 	struct vm *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->pidfd = -1;
+	vm_init_fields(v);
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", tmp);
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", tmp);
 	*vout = v;
@@ -162,9 +162,14 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 	int r = make_disk(b, tmp, m);
 	if (r < 0)
 		return r;
+	/* The bake's guest has the same NIC as every clone (its device state
+	 * is in the snapshot), in a namespace of its own. */
+	char nerr[256];
+	if ((r = netslot_create(&v->net, nerr, sizeof(nerr))) < 0)
+		return fail(b, r, "%s", nerr);
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_BAKE, .sock_dir = tmp, .mem_path = mem, .disk = disk,
-		.kernel = m->kernel, .initrd = m->initramfs, .append = cmdline,
+		.kernel = m->kernel, .initrd = m->initramfs, .append = cmdline, .tap_fd = v->net.tap,
 	};
 	struct strv argv;
 	strv_init(&argv);
@@ -172,8 +177,11 @@ static int boot_once(struct bake *b, const char *tmp, const struct manifest *m,
 		strv_free(&argv);
 		return fail(b, r, "cannot build the QEMU command line: %s", strerror(-r));
 	}
-	r = spawn_detached(argv.v, tmp, NULL, &v->pid);
+	struct spawn_opts so = {.pass_fds = {v->net.tap}, .npass = 1};
+	r = spawn_detached(argv.v, tmp, &so, &v->pid);
 	strv_free(&argv);
+	close(v->net.tap);
+	v->net.tap = -1;
 	if (r < 0)
 		return fail(b, r, "cannot start %s: %s", qemu_binary(), strerror(-r));
 	v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);

@@ -60,7 +60,7 @@ struct jail_host {
 struct jail {
 	uid_t uid;
 	int lock_fd;
-	int mem_fd;
+	int netns_fd;
 	struct vmcg cg;
 	uint64_t fsize_max;
 	unsigned nofile;
@@ -455,7 +455,7 @@ int jail_prepare(const struct jail_host *hc, const struct jail_vm *vm, struct ja
 	if (!j)
 		return -ENOMEM;
 	j->lock_fd = -1;
-	j->mem_fd = vm->mem_fd;
+	j->netns_fd = vm->netns_fd;
 	j->nofile = h->nofile;
 	j->fsize_max = vm->disk_cap_bytes;
 	for (int i = 0; i < VMCG_MAX_DIRS; i++)
@@ -509,9 +509,9 @@ int jail_lock_fd(const struct jail *j)
 	return j->lock_fd;
 }
 
-int jail_mem_fd(const struct jail *j)
+int jail_netns_fd(const struct jail *j)
 {
-	return j->mem_fd;
+	return j->netns_fd;
 }
 
 void jail_release(struct jail *j, int abandon)
@@ -576,7 +576,9 @@ int jail_enter(const struct jail *j)
 	int r;
 	if ((r = vmcg_join_self(&j->cg)) < 0)
 		return r;
-	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET) < 0)
+	if (j->netns_fd >= 0 ? setns(j->netns_fd, CLONE_NEWNET) < 0 : unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
 		return -errno;
 	/* Nothing of ours propagates back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -626,8 +628,6 @@ int jail_enter(const struct jail *j)
 		return -EPERM;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		return -errno;
-	if (j->mem_fd >= 0 && fcntl(j->mem_fd, F_SETFD, 0) < 0)
 		return -errno;
 	return 0;
 }

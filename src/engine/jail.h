@@ -4,8 +4,10 @@
  *
  * Between fork and exec, the QEMU child (jail_enter):
  *   - joins its own control group (vm_cgroup.h: memory, pids, CPU limits);
- *   - enters new mount, IPC, UTS and network namespaces (its PID namespace
- *     is made by its parent, the per-VM monitor, so QEMU is PID 1 there);
+ *   - enters new mount, IPC and UTS namespaces and its sandbox's network
+ *     namespace (netslot.h: only its tap and the daemon's listeners are
+ *     there); its PID namespace is made by its parent, the per-VM monitor,
+ *     so QEMU is PID 1 there;
  *   - builds a root on a small tmpfs holding only what QEMU needs:
  *       /usr (read-only; the QEMU binary itself a root-owned execute-only
  *       copy, so the process is not dumpable), the /lib* and /bin links,
@@ -23,7 +25,8 @@
  *   - execs QEMU with an empty environment; QEMU then applies its own
  *     -sandbox seccomp filter.
  * The template's memory is not in the jail at all: QEMU maps a sealed memfd
- * (template_memory_fd) that no descriptor can write.
+ * (template_memory_fd) that no descriptor can write; it and the tap reach
+ * QEMU as inherited descriptors (spawn_opts.pass_fds).
  *
  * A uid is taken by an exclusive flock on <lock dir>/<uid>.lock; the lock's
  * descriptor is handed to the per-VM monitor, which holds it until QEMU has
@@ -119,7 +122,7 @@ struct jail_vm {
 	const char *const *disk_layers; /* the template's disk chain: read-only in the
 					 * jail, each at its own path */
 	int ndisk_layers;
-	int mem_fd;                  /* the template's sealed memory, or -1 */
+	int netns_fd;                /* the network namespace to join (netslot.h), or -1: a new, empty one */
 	unsigned memory_mib;         /* guest RAM */
 	unsigned vcpus;
 	uint64_t disk_cap_bytes;     /* RLIMIT_FSIZE; 0: none */
@@ -150,8 +153,9 @@ const struct vmcg *jail_cgroup(const struct jail *j);
  * QEMU's life). */
 int jail_lock_fd(const struct jail *j);
 
-/* jail_mem_fd - the descriptor QEMU maps as guest RAM, or -1. */
-int jail_mem_fd(const struct jail *j);
+/* jail_netns_fd - the network namespace QEMU joins, or -1 (the monitor keeps
+ * it open until QEMU has started; QEMU does not inherit it). */
+int jail_netns_fd(const struct jail *j);
 
 /*
  * jail_enter - in the forked QEMU child, already in the new PID namespace:

@@ -72,6 +72,10 @@ int qemu_machine_args(const struct machine_spec *m, struct strv *out)
 	strv_add(out, "virtserialport,bus=vser.0,chardev=agent,name=" QEMU_AGENT_PORT_NAME);
 	strv_add(out, "-device");
 	strv_add(out, "virtio-rng-device");
+	/* The NIC: every template has one (the migration stream fixes the
+	 * device set; "no network" is a policy), always the same MAC. */
+	strv_add(out, "-device");
+	strv_add(out, "virtio-net-device,netdev=net0,mac=" QEMU_GUEST_MAC);
 	return out->err;
 }
 
@@ -92,7 +96,7 @@ int qemu_command_line(const char *qemu_bin, const struct machine_spec *m,
 {
 	char sock[PATH_MAX];
 	int r;
-	if (!qemu_bin || !inst->sock_dir || !inst->mem_path || !inst->disk)
+	if (!qemu_bin || !inst->sock_dir || !inst->mem_path || !inst->disk || inst->tap_fd < 0)
 		return -EINVAL;
 	if (inst->role != QEMU_ROLE_BAKE && inst->role != QEMU_ROLE_CLONE)
 		return -EINVAL;
@@ -113,6 +117,8 @@ int qemu_command_line(const char *qemu_bin, const struct machine_spec *m,
 	if ((r = add_path_opt(out, "driver=qcow2,node-name=root,file.driver=file,file.filename=",
 			      inst->disk, ",discard=unmap")) < 0)
 		return r;
+	strv_add(out, "-netdev");
+	strv_addf(out, "tap,id=net0,fd=%d", inst->tap_fd);
 	strv_add(out, "-chardev");
 	strv_add(out, "stdio,id=con,signal=off");
 	if (snprintf(sock, sizeof(sock), "%s/qmp.sock", inst->sock_dir) >= (int)sizeof(sock))

@@ -10,6 +10,7 @@
  *             -no-user-config -no-reboot -display none, the -device list
  *   instance: -sandbox on,obsolete=deny,...  -object memory-backend-file
  *             (share=on for a bake, share=off for clones) -blockdev (disk)
+ *             -netdev tap,fd=N (the NIC's backend)
  *             -chardev socket (QMP, agent) -chardev stdio (console)
  *             -kernel/-initrd/-append (bake only: a restore never boots)
  *             -incoming defer (clones)
@@ -25,6 +26,9 @@
 
 #include "engine/accel.h"
 #include "engine/strv.h"
+
+/* The guest NIC's MAC, the same in every sandbox (netslot.h). */
+#define QEMU_GUEST_MAC "52:54:00:12:34:56"
 
 /* The virtio-serial port name the agent listens on (guest side). */
 #define QEMU_AGENT_PORT_NAME "org.pandastack.agent"
@@ -56,6 +60,7 @@ struct qemu_instance {
 	const char *sock_dir;    /* qmp.sock and agent.sock are made here */
 	const char *mem_path;    /* the template's memory file (/proc/self/fd/N for a memfd) */
 	const char *disk;        /* bake: disk.qcow2; clone: overlay.qcow2 */
+	int tap_fd;              /* the NIC's tap (netslot.h), inherited by QEMU; >= 0 */
 	const char *kernel;      /* bake only: vmlinux (PVH) */
 	const char *initrd;      /* bake only: initramfs */
 	const char *append;      /* bake only: kernel command line */

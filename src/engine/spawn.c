@@ -287,22 +287,25 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGCHLD, &sa, NULL);
 	prctl(PR_SET_NAME, "ps-qemu-mon", 0, 0, 0);
-	/* The logs and pipes, stat, lifeline, uid lock, memfd, cgroup.procs. */
-	int keep[8 + 4 + VMCG_MAX_DIRS] = {f->dir, f->devnull, f->con, f->log, f->out[0], f->out[1],
-					   f->err[0], f->err[1]};
+	/* The logs and pipes, stat, lifeline, uid lock, netns, cgroup.procs,
+	 * what QEMU inherits. */
+	int keep[8 + 4 + VMCG_MAX_DIRS + SPAWN_PASS_MAX] = {f->dir, f->devnull, f->con, f->log,
+							    f->out[0], f->out[1], f->err[0], f->err[1]};
 	int nkeep = 8;
 	keep[nkeep++] = f->stat[1];
 	if (o->lifeline_fd > 0)
 		keep[nkeep++] = o->lifeline_fd;
 	if (j) {
 		keep[nkeep++] = jail_lock_fd(j);
-		if (jail_mem_fd(j) >= 0)
-			keep[nkeep++] = jail_mem_fd(j);
+		if (jail_netns_fd(j) >= 0)
+			keep[nkeep++] = jail_netns_fd(j);
 		const struct vmcg *cg = jail_cgroup(j);
 		for (int i = 0; i < cg->ndirs; i++)
 			if (cg->procs_fd[i] >= 0)
 				keep[nkeep++] = cg->procs_fd[i];
 	}
+	for (int i = 0; i < o->npass && i < SPAWN_PASS_MAX; i++)
+		keep[nkeep++] = o->pass_fds[i];
 	close_others(keep, nkeep);
 	dup2(f->devnull, 0);
 	dup2(f->devnull, 1);
@@ -330,6 +333,9 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 		 * (the jail re-opens the one descriptor QEMU maps). */
 		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
 		int e = j ? -jail_enter(j) : 0;
+		for (int i = 0; !e && i < o->npass && i < SPAWN_PASS_MAX; i++)
+			if (fcntl(o->pass_fds[i], F_SETFD, 0) < 0)
+				e = errno;
 		if (!e) {
 			execve(argv[0], argv, empty_env);
 			e = errno;
@@ -346,9 +352,11 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 		for (int i = 0; i < cg->ndirs; i++)
 			if (cg->procs_fd[i] >= 0)
 				close(cg->procs_fd[i]);
-		if (jail_mem_fd(j) >= 0)
-			close(jail_mem_fd(j));
+		if (jail_netns_fd(j) >= 0)
+			close(jail_netns_fd(j));
 	}
+	for (int i = 0; i < o->npass && i < SPAWN_PASS_MAX; i++)
+		close(o->pass_fds[i]);
 	int e = 0;
 	ssize_t n;
 	while ((n = read(ex[0], &e, sizeof(e))) < 0 && errno == EINTR)

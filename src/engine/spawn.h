@@ -33,6 +33,9 @@
 
 struct jail;
 
+/* Most descriptors handed down to QEMU (spawn_opts.pass_fds). */
+#define SPAWN_PASS_MAX 4
+
 /*
  * What the monitor does besides logging (all optional; NULL opts = none):
  *   jail       QEMU runs in this jail (jail.h): the monitor makes a new PID
@@ -55,6 +58,8 @@ struct spawn_opts {
 	const struct jail *jail;  /* NULL: not jailed */
 	int watch;                /* 1: honour removal of run_dir and its deadline */
 	int lifeline_fd;          /* -1 or 0 when unused (0 is never a pipe here) */
+	int pass_fds[SPAWN_PASS_MAX]; /* descriptors QEMU inherits (its memfd, its tap) */
+	int npass;
 };
 
 /*

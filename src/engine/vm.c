@@ -12,6 +12,7 @@
 #include "engine/vm_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,8 +76,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	struct vm *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->pidfd = -1;
-	v->lifeline_fd = -1;
+	vm_init_fields(v);
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", run_dir);
 	int r = vm_path(v, "vm.json", path);
 	if (r == 0)
@@ -146,6 +146,17 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 		v->qmp = NULL;
 		snprintf(err->msg, sizeof(err->msg), "its QMP does not answer: %s",
 			 strerror(-r));
+		vm_free(v);
+		return -EIO;
+	}
+	/* Its network namespace (QEMU is in it) and our listeners there anew:
+	 * the ones of the process that made it died with that process. */
+	char nspath[64];
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)v->pid);
+	v->net.netns = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (v->net.netns < 0 || (r = netslot_listen(v->net.netns, &v->net.l)) < 0) {
+		r = v->net.netns < 0 ? -errno : r;
+		snprintf(err->msg, sizeof(err->msg), "its network namespace: %s", strerror(-r));
 		vm_free(v);
 		return -EIO;
 	}
@@ -312,7 +323,18 @@ void vm_free(struct vm *v)
 		close(v->pidfd);
 	if (v->lifeline_fd >= 0)
 		close(v->lifeline_fd);
+	netslot_close(&v->net);
 	free(v);
+}
+
+int vm_netns(const struct vm *v)
+{
+	return v->net.netns;
+}
+
+const struct netslot_listeners *vm_listeners(const struct vm *v)
+{
+	return &v->net.l;
 }
 
 uid_t vm_uid(const struct vm *v)

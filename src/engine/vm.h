@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "engine/guest_conn.h"
+#include "engine/netslot.h"
 #include "engine/template.h"
 
 struct vm;
@@ -64,6 +65,14 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 
 /* vm_pid - QEMU's pid. */
 pid_t vm_pid(const struct vm *v);
+
+/* vm_netns - the sandbox's network namespace (an fd owned by v; netslot.h),
+ * for sockets towards the guest (netslot_connect_guest). */
+int vm_netns(const struct vm *v);
+
+/* vm_listeners - the daemon's sockets inside that namespace: the proxy
+ * listener and the resolver's (owned by v, valid until vm_free). */
+const struct netslot_listeners *vm_listeners(const struct vm *v);
 
 /* vm_uid - the uid QEMU runs as in its jail; 0 when not jailed. */
 uid_t vm_uid(const struct vm *v);

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "engine/manifest.h"
+#include "engine/netslot.h"
 #include "engine/qmp.h"
 #include "engine/template_int.h"
 #include "engine/vm.h"
@@ -33,7 +34,7 @@
  * debug level as vm.restore_phases (docs/engine.md, "Where a create's time
  * goes").  The launch steps of a pool entry ran before the take. */
 struct vm_phases {
-	int64_t overlay, jail, spawn, qmp_connect, caps;    /* vm_launch_clone */
+	int64_t overlay, net, jail, spawn, qmp_connect, caps; /* vm_launch_clone */
 	int64_t migrate_start, migrate_wait, cont;          /* vm_finish_restore */
 	int64_t agent_connect, hello, restore_op, vm_json;
 	unsigned hellos;                                    /* HELLO frames sent */
@@ -47,6 +48,8 @@ struct vm {
 	pid_t pid;
 	uid_t uid;                   /* the jail's uid, 0 when not jailed */
 	int lifeline_fd;             /* pool entries: the monitor's lifeline (spawn.h), -1 */
+	struct netslot net;          /* its network namespace and the daemon's listeners
+				      * there (tap -1 once QEMU has it) */
 	unsigned long long start_ticks; /* /proc/<pid>/stat field 22: tells pid reuse apart */
 	int pidfd;                   /* -1 if the kernel has none */
 	struct qmp *qmp;             /* NULL once QEMU is gone */
@@ -91,6 +94,9 @@ int vm_handed_out(struct vm *v);
  */
 int vm_finish_restore(struct vm *v, const struct template *t,
 		      const struct guest_restore_opts *gopts, int64_t deadline, struct vm_err *err);
+
+/* vm_init_fields - the "nothing yet" values of a new struct vm (fds -1). */
+void vm_init_fields(struct vm *v);
 
 /* vm_discard - SIGKILL QEMU, wait for it, remove its run directory, free. */
 void vm_discard(struct vm *v);

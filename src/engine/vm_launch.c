@@ -113,10 +113,19 @@ void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
 	       log_quote(qlog, q1, sizeof(q1)), log_quote(con, q2, sizeof(q2)));
 }
 
+void vm_init_fields(struct vm *v)
+{
+	v->pidfd = -1;
+	v->lifeline_fd = -1;
+	v->net.netns = v->net.tap = -1;
+	v->net.l.proxy = v->net.l.dns_udp = v->net.l.dns_tcp = -1;
+}
+
 void vm_discard(struct vm *v)
 {
 	if (!v)
 		return;
+	netslot_close(&v->net);
 	if (v->agent)
 		guest_conn_close(v->agent);
 	v->agent = NULL;
@@ -143,9 +152,10 @@ void vm_discard(struct vm *v)
 /* The jail of a clone: uid, control group, mount plan (jail.h).  Sets
  * *mem_path to what QEMU maps: the template's sealed memfd when jailed. */
 static int prepare_jail(struct vm *v, const struct template *t, const char *jail_dir,
-			char *mem_path, struct jail **out, struct vm_err *err)
+			char *mem_path, int *mem_fd, struct jail **out, struct vm_err *err)
 {
 	*out = NULL;
+	*mem_fd = -1;
 	const struct jail_host *h = jail_host_get();
 	if (!h) {
 		snprintf(err->msg, sizeof(err->msg), "the jail could not be set up (see the log)");
@@ -162,12 +172,13 @@ static int prepare_jail(struct vm *v, const struct template *t, const char *jail
 		return mfd;
 	}
 	snprintf(mem_path, PATH_MAX, "/proc/self/fd/%d", mfd);
+	*mem_fd = mfd;
 	const char *layers[1 + QCOW2_CHAIN_MAX] = {t->disk};
 	for (int i = 0; i < t->ndisk_chain; i++)
 		layers[1 + i] = t->disk_chain[i];
 	struct jail_vm jv = {
 		.name = v->run_dir, .jail_dir = jail_dir, .disk_layers = layers,
-		.ndisk_layers = 1 + t->ndisk_chain, .mem_fd = mfd,
+		.ndisk_layers = 1 + t->ndisk_chain, .netns_fd = v->net.netns,
 		.memory_mib = t->spec.memory_mib, .vcpus = t->spec.vcpus,
 		.disk_cap_bytes = t->disk_cap_bytes, .kvm = t->spec.accel == ACCEL_KVM,
 	};
@@ -202,8 +213,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 		util_rm_rf(dir);
 		return -ENOMEM;
 	}
-	v->pidfd = -1;
-	v->lifeline_fd = -1;
+	vm_init_fields(v);
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", dir);
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", dir);
 	snprintf(v->template_name, sizeof(v->template_name), "%s", t->name);
@@ -219,8 +229,16 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	tn = util_now_us();
 	v->ph.overlay = tn - ts;
 	ts = tn;
+	if ((r = netslot_create(&v->net, err->msg, sizeof(err->msg))) < 0) {
+		vm_discard(v);
+		return r;
+	}
+	tn = util_now_us();
+	v->ph.net = tn - ts;
+	ts = tn;
 	struct jail *j = NULL;
-	if ((r = prepare_jail(v, t, jail_dir, mem_path, &j, err)) < 0) {
+	int mem_fd = -1;
+	if ((r = prepare_jail(v, t, jail_dir, mem_path, &mem_fd, &j, err)) < 0) {
 		vm_discard(v);
 		return r;
 	}
@@ -238,6 +256,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	ts = tn;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE, .sock_dir = jail_dir, .mem_path = mem_path, .disk = overlay,
+		.tap_fd = v->net.tap,
 	};
 	struct strv argv;
 	strv_init(&argv);
@@ -251,8 +270,14 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 		vm_discard(v);
 		return r;
 	}
-	struct spawn_opts so = {.jail = j, .watch = 1, .lifeline_fd = life[0]};
+	struct spawn_opts so = {.jail = j, .watch = 1, .lifeline_fd = life[0],
+				.pass_fds = {v->net.tap}, .npass = 1};
+	if (mem_fd >= 0)
+		so.pass_fds[so.npass++] = mem_fd;
 	r = spawn_detached(argv.v, dir, &so, &v->pid);
+	/* QEMU has the tap now; ours would keep the device alive after it. */
+	close(v->net.tap);
+	v->net.tap = -1;
 	strv_free(&argv);
 	if (life[0] >= 0)
 		close(life[0]);

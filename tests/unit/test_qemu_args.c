@@ -60,6 +60,11 @@ static void test_machine_args(void **state)
 	assert_string_equal(after(&v, "-display"), "none");
 	assert_non_null(after_prefix(&v, "-device", "virtio-blk-device,drive=root"));
 	assert_non_null(after_prefix(&v, "-device", "virtio-rng-device"));
+	/* the NIC, after every other device, with the MAC of every sandbox */
+	assert_string_equal(after_prefix(&v, "-device", "virtio-net-device"),
+			    "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56");
+	assert_true(find(&v, "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56") >
+		    find(&v, "virtio-rng-device"));
 	const char *port = after_prefix(&v, "-device", "virtserialport");
 	assert_non_null(port);
 	assert_non_null(strstr(port, "name=org.pandastack.agent"));
@@ -120,6 +125,7 @@ static void test_bake_command_line(void **state)
 		.kernel = "/c/images/k/vmlinux",
 		.initrd = "/c/images/k/initrd",
 		.append = "console=ttyS0 quiet panic=-1",
+		.tap_fd = 7,
 	};
 	struct strv v;
 	strv_init(&v);
@@ -141,7 +147,14 @@ static void test_bake_command_line(void **state)
 			       "path=/c/templates/.bake-x/agent.sock"));
 	assert_non_null(strstr(after(&v, "-blockdev"), "file.filename=/c/templates/.bake-x/disk.qcow2"));
 	assert_string_equal(after(&v, "-mon"), "chardev=qmp,mode=control");
+	assert_string_equal(after(&v, "-netdev"), "tap,id=net0,fd=7");
 	strv_free(&v);
+
+	/* A NIC needs its tap. */
+	in.tap_fd = -1;
+	assert_int_equal(qemu_command_line("/q", &spec_tcg, &in, &v), -EINVAL);
+	strv_free(&v);
+	in.tap_fd = 7;
 
 	/* A bake needs its boot payload. */
 	in.kernel = NULL;
@@ -157,6 +170,7 @@ static void test_clone_and_pool_command_lines(void **state)
 		.sock_dir = "/c/sandboxes/sbx_1",
 		.mem_path = "/c/templates/ci/memory",
 		.disk = "/c/sandboxes/sbx_1/overlay.qcow2",
+		.tap_fd = 9,
 	};
 	struct strv clone, pool, mach;
 	strv_init(&clone);
@@ -205,6 +219,7 @@ static void test_paths_with_commas_are_doubled(void **state)
 		.sock_dir = "/data/run,1",
 		.mem_path = "/data/t,x/memory",
 		.disk = "/data/run,1/overlay.qcow2",
+		.tap_fd = 3,
 	};
 	struct strv v;
 	strv_init(&v);
@@ -227,6 +242,7 @@ static void test_relative_and_long_paths_rejected(void **state)
 		.sock_dir = "/r",
 		.mem_path = "relative/memory",
 		.disk = "/r/overlay.qcow2",
+		.tap_fd = 3,
 	};
 	struct strv v;
 	strv_init(&v);
