@@ -183,7 +183,9 @@ int jail_host_open(const struct jail_config *c, const char *qemu_bin, struct jai
 		free(h);
 		return r;
 	}
-	if ((r = vmcg_host_open(&h->cg)) < 0) {
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned group_weight = 100u * JAIL_DEFAULT_GROUP_TASKS_PER_CPU * (ncpu > 0 ? (unsigned)ncpu : 1u);
+	if ((r = vmcg_host_open(&h->cg, group_weight)) < 0) {
 		snprintf(err, errlen, "cannot set up control groups: %s", strerror(-r));
 		free(h);
 		return r;
@@ -398,7 +400,7 @@ static int take_uid(struct jail_host *h, struct jail *j, const struct jail_vm *v
 		struct vmcg_spec spec = {
 			.memory_bytes = ((uint64_t)vm->memory_mib + h->mem_overhead_mib) << 20,
 			.pids_max = h->pids_max,
-			.cpu_quota_pct = 100u * (vm->vcpus ? vm->vcpus : 1),
+			.cpu_quota_pct = 100u * (vm->vcpus ? vm->vcpus : 1) + JAIL_QEMU_THREADS_PCT,
 			.cpu_weight = h->cpu_weight,
 			.io_weight = h->cpu_weight,
 		};

@@ -53,7 +53,13 @@
 #define JAIL_DEFAULT_LOCK_DIR "/run/pandastack/uids"
 #define JAIL_DEFAULT_MEM_OVERHEAD_MIB 384u
 #define JAIL_DEFAULT_PIDS_MAX 256u
-#define JAIL_DEFAULT_CPU_WEIGHT 50u     /* v2 scale: half a default task's */
+#define JAIL_DEFAULT_CPU_WEIGHT 100u    /* v2 scale: each sandbox among the others */
+/* All sandboxes together weigh as much as this many default tasks per CPU
+ * of the host: busy guests share the machine with the host's own work, and
+ * the daemon, woken, still runs at once. */
+#define JAIL_DEFAULT_GROUP_TASKS_PER_CPU 1u
+/* QEMU's own threads (I/O, the main loop) beside its vCPUs, % of a core. */
+#define JAIL_QEMU_THREADS_PCT 50u
 #define JAIL_DEFAULT_NOFILE 4096u
 #define JAIL_DEFAULT_DISK_CAP_MIB 2048u
 
@@ -66,7 +72,7 @@ struct jail_config {
 	const char *disk_dir;        /* where overlays live (is the I/O weight honoured there?) */
 	unsigned mem_overhead_mib;   /* cgroup memory = guest RAM + this */
 	unsigned pids_max;
-	unsigned cpu_weight;         /* 1..10000 (v2 scale; 100 = one default task) */
+	unsigned cpu_weight;         /* one sandbox among the others, 1..10000 (v2 scale) */
 	unsigned nofile;             /* RLIMIT_NOFILE */
 	int disable;                 /* 1: run QEMU unjailed (development only) */
 };

@@ -298,7 +298,25 @@ static int open_v1(struct vmcg_host *h, const char *mountinfo, const char *cgfil
 	return 0;
 }
 
-int vmcg_host_open(struct vmcg_host *h)
+/* The parents' CPU weight (best effort: the CPU controller may be absent). */
+static void parent_weight(const struct vmcg_host *h, unsigned w)
+{
+	if (!w || !h->can.cpu_weight)
+		return;
+	w = w > 10000 ? 10000 : w;
+	char v[32];
+	for (int i = 0; i < h->ndirs; i++) {
+		if (h->version == VMCG_V2) {
+			snprintf(v, sizeof(v), "%u", w);
+			write_in(h->parent[i], "cpu.weight", v);
+		} else if (!strcmp(h->ctrl[i], "cpu")) {
+			snprintf(v, sizeof(v), "%u", w * 1024u / 100u);
+			write_in(h->parent[i], "cpu.shares", v);
+		}
+	}
+}
+
+int vmcg_host_open(struct vmcg_host *h, unsigned parent_cpu_weight)
 {
 	memset(h, 0, sizeof(*h));
 	char *mi = NULL, *cg = NULL;
@@ -324,6 +342,8 @@ int vmcg_host_open(struct vmcg_host *h)
 		memset(h, 0, sizeof(*h));
 		return 0; /* no usable hierarchy: nothing can be limited */
 	}
+	if (r == 0)
+		parent_weight(h, parent_cpu_weight);
 	return r;
 }
 

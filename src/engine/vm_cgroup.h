@@ -67,12 +67,14 @@ struct vmcg {
 /*
  * vmcg_host_open - find the cgroup hierarchies mounted (/proc/self/mountinfo
  * and /proc/self/cgroup), create the "pandastack" parent folders under the
- * calling process's own groups, enable the v2 controllers there, and fill
- * *h.  A host without usable cgroups gives 0 with h->ndirs == 0 (nothing
+ * calling process's own groups, enable the v2 controllers there, give the
+ * parent the CPU weight parent_cpu_weight (v2 scale, 100 = one default task;
+ * 0 leaves it: all sandboxes together then weigh as much as one of the
+ * host's tasks), and fill *h.  A host without usable cgroups gives 0 with h->ndirs == 0 (nothing
  * can be limited; callers report it).  Returns 0 or -errno (-EACCES when
  * not allowed to create groups).
  */
-int vmcg_host_open(struct vmcg_host *h);
+int vmcg_host_open(struct vmcg_host *h, unsigned parent_cpu_weight);
 
 /*
  * vmcg_create - create the group <parent>/<name> in every hierarchy of h
