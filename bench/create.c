@@ -2,7 +2,12 @@
  * bench/create.c - how fast and how small sandboxes are, against peers run
  * in the same process tree (make bench-create; needs a baked template).
  *
- *   create      vm_restore from the template: p50/p99 of BENCH_N (50)
+ *   create      vm_restore from the template: p50/p99 of BENCH_N (50), and
+ *               the p50 of its network-slot and jail-preparation steps
+ *   unjailed    the same creates with QEMU unjailed (the development-only
+ *               jail_config.disable), in a child process, alternating with
+ *               the jailed ones: what the jail costs a create, its steps in
+ *               QEMU's monitor included
  *   pool        the same through a pool of 2 pre-started QEMUs (each take
  *               waits until an entry is ready; the refill is not timed)
  *   exec        round trip of `true` on one sandbox: p50 of 100
@@ -29,11 +34,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
 #include "engine/guest_conn.h"
 #include "engine/guest_run.h"
+#include "engine/jail.h"
 #include "engine/migrate.h"
 #include "engine/pool.h"
 #include "engine/qmp.h"
@@ -442,6 +449,92 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 	return r == 0 ? pss : -1;
 }
 
+/* The unjailed peer: a child process whose QEMUs run without the jail (the
+ * jail host is chosen once per process, before its first VM, so it must be
+ * forked first).  It makes one create per request, alternating with the
+ * jailed ones so that the host's load weighs on both alike. */
+struct nojail {
+	pid_t pid;
+	int req, ans; /* write a byte to req; read the create's ms from ans */
+};
+
+static void nojail_child(const struct template *t, int req, int ans)
+{
+	char err[256], cmd;
+	struct jail_config c = {.disable = 1};
+	int ok = jail_setup(&c, err, sizeof(err)) == 0;
+	while (read(req, &cmd, 1) == 1 && cmd == 'c') {
+		long long ms = -1;
+		struct vm *vm = NULL;
+		struct vm_err verr;
+		char dir[PATH_MAX];
+		run_dir(dir, "u");
+		int64_t t0 = util_now_ms();
+		int r = ok ? vm_restore(t, dir, NULL, 60000, &vm, &verr) : -EPERM;
+		if (r == 0) {
+			ms = util_now_ms() - t0;
+			vm_stop(vm);
+			vm_free(vm);
+		} else {
+			fprintf(stderr, "bench: unjailed create: %s: %s\n", strerror(-r),
+				ok ? verr.msg : err);
+		}
+		if (write(ans, &ms, sizeof(ms)) != (ssize_t)sizeof(ms))
+			break;
+	}
+	_exit(0);
+}
+
+static int nojail_start(const struct template *t, struct nojail *p)
+{
+	int req[2], ans[2];
+	p->pid = -1;
+	if (pipe2(req, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(ans, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(req[0]);
+		close(req[1]);
+		return r;
+	}
+	p->pid = fork();
+	if (p->pid == 0) {
+		close(req[1]);
+		close(ans[0]);
+		nojail_child(t, req[0], ans[1]);
+	}
+	close(req[0]);
+	close(ans[1]);
+	p->req = req[1];
+	p->ans = ans[0];
+	if (p->pid < 0) {
+		close(p->req);
+		close(p->ans);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* One unjailed create; its ms, or -1. */
+static long long nojail_create(struct nojail *p)
+{
+	long long ms = -1;
+	if (p->pid < 0 || write(p->req, "c", 1) != 1 ||
+	    read(p->ans, &ms, sizeof(ms)) != (ssize_t)sizeof(ms))
+		return -1;
+	return ms;
+}
+
+static void nojail_end(struct nojail *p)
+{
+	if (p->pid < 0)
+		return;
+	close(p->req);
+	close(p->ans);
+	waitpid(p->pid, NULL, 0);
+	p->pid = -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "code-interpreter";
@@ -469,7 +562,18 @@ int main(int argc, char **argv)
 	struct vm_err verr;
 	char dir[PATH_MAX];
 
-	/* 1. create without the pool */
+	/* 0. the unjailed peer: forked before this process opens its jail host */
+	struct nojail nj;
+	if ((r = nojail_start(t, &nj)) < 0)
+		fprintf(stderr, "bench: no unjailed peer: %s\n", strerror(-r));
+
+	/* 1. create without the pool, each followed by an unjailed one */
+	long long *net_us = calloc((size_t)n, sizeof(*net_us));
+	long long *jail_us = calloc((size_t)n, sizeof(*jail_us));
+	long long *nj_ms = calloc((size_t)n, sizeof(*nj_ms));
+	if (!v || !net_us || !jail_us || !nj_ms)
+		die("calloc", -ENOMEM, "");
+	int nnj = 0;
 	for (int i = 0; i < n; i++) {
 		struct vm *vm = NULL;
 		run_dir(dir, "c");
@@ -477,11 +581,30 @@ int main(int argc, char **argv)
 		if ((r = vm_restore(t, dir, NULL, 60000, &vm, &verr)) < 0)
 			die("vm_restore", r, verr.msg);
 		v[i] = util_now_ms() - t0;
+		net_us[i] = vm->ph.net;
+		jail_us[i] = vm->ph.jail;
 		vm_stop(vm);
 		vm_free(vm);
+		long long ms = nojail_create(&nj);
+		if (ms >= 0)
+			nj_ms[nnj++] = ms;
 	}
+	nojail_end(&nj);
 	long long create_p50 = pct(v, n, 50), create_p99 = pct(v, n, 99);
 	printf("create_p50 %lld ms\ncreate_p99 %lld ms\n", create_p50, create_p99);
+	printf("create_net_slot_p50 %.2f ms\n", pct(net_us, n, 50) / 1000.0);
+	printf("create_jail_prepare_p50 %.2f ms\n", pct(jail_us, n, 50) / 1000.0);
+	long long unjailed_p50 = -1;
+	if (nnj) {
+		unjailed_p50 = pct(nj_ms, nnj, 50);
+		printf("create_unjailed_p50 %lld ms\ncreate_unjailed_p99 %lld ms (%d runs)\n",
+		       unjailed_p50, pct(nj_ms, nnj, 99), nnj);
+	} else {
+		printf("create_unjailed failed (see stderr)\n");
+	}
+	free(net_us);
+	free(jail_us);
+	free(nj_ms);
 
 	/* 2. create through the pool */
 	char pdir[PATH_MAX];
@@ -613,6 +736,9 @@ int main(int argc, char **argv)
 	printf("ratio plain_restore/create_pool %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / pool_p50 : 0);
 	printf("ratio cold_boot/create %.1fx\n", cold_p50 > 0 ? (double)cold_p50 / create_p50 : 0);
 	printf("ratio create/create_pool %.1fx\n", (double)create_p50 / (pool_p50 > 0 ? pool_p50 : 1));
+	if (unjailed_p50 >= 0)
+		printf("jail_cost_p50 %lld ms (create_p50 - create_unjailed_p50)\n",
+		       create_p50 - unjailed_p50);
 	free(v);
 	free(m);
 	util_rm_rf(base);
