@@ -54,6 +54,8 @@ class Client:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
             self.conn.timeout = timeout
+            if self.conn.sock is not None:  # a kept-alive socket has its old timeout
+                self.conn.sock.settimeout(timeout)
             try:
                 self.conn.request(method, path, data, headers)
                 r = self.conn.getresponse()
