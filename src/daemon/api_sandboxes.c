@@ -24,13 +24,17 @@ void api_sandboxes_create(struct http_req *r)
 	}
 	struct sandbox_row row;
 	struct sbx_err err;
-	int e = sbx_create(r->d->sandboxes, r->who.team, &b, &row, &err);
+	const char *from = NULL;
+	int e = sbx_create(r->d->sandboxes, r->who.team, &b, &row, &from, &err);
 	create_sandbox_body_clear(&b);
 	if (e < 0) {
 		http_reply_error(r, err.err, "%s", err.message);
 		return;
 	}
 	json_t *o = api_sandbox_json(&row);
+	/* Only the create's answer says which path served it. */
+	if (o)
+		json_object_set_new(o, "restored_from", json_string(from));
 	sandbox_row_clear(&row);
 	http_reply_json(r, 201, o);
 }

@@ -55,7 +55,7 @@ static void write_gauges(struct daemon *d, FILE *f)
 		fprintf(f, "pandastack_sandboxes{status=\"%s\"} %lld\n", states[i], (long long)n);
 	}
 	json_t *list = templates_list_json(d->templates);
-	fprintf(f, "# HELP pandastack_pool_ready Pre-started VMs ready per template.\n"
+	fprintf(f, "# HELP pandastack_pool_ready Ready sandboxes in the pool per template.\n"
 		   "# TYPE pandastack_pool_ready gauge\n");
 	size_t i;
 	json_t *t;

@@ -18,7 +18,7 @@
 #define DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEFAULT_DATA_DIR "/var/lib/pandastack"
 
-enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX };
+enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX, OPT_POOL_SIZES };
 
 struct opt {
 	const char *flag;
@@ -40,7 +40,9 @@ static const struct opt opts[] = {
 	{"--cache", "PANDASTACK_CACHE", OPT_PATH, F(cache_dir), 0, 0,
 	 "template cache filled by `make templates` (" ENGINE_DEFAULT_CACHE ")"},
 	{"--pool-size", "PANDASTACK_POOL_SIZE", OPT_U64, F(pool_size), 0, 64,
-	 "pre-started QEMU processes per template (2; 0 turns the pool off)"},
+	 "ready sandboxes kept per template (2; 0 turns the pool off)"},
+	{"--pool-sizes", "PANDASTACK_POOL_SIZES", OPT_POOL_SIZES, 0, 0, 0, 0,
+	 "NAME=N,... ready sandboxes of those templates (others: --pool-size)"},
 	{"--accel", "PANDASTACK_ACCEL", OPT_ACCEL, F(accel), 0, 0,
 	 "auto, kvm or tcg (auto)"},
 	{"--max-sandboxes-per-team", "PANDASTACK_MAX_SANDBOXES_PER_TEAM", OPT_U64,
@@ -181,6 +183,10 @@ static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val,
 		snprintf(base + o->off, o->width, "%s", val);
 		return 0;
 	}
+	case OPT_POOL_SIZES:
+		if (config_parse_pool_sizes(val, cfg) < 0)
+			goto bad;
+		return 0;
 	}
 bad:
 	snprintf(err, errlen, "bad value for %s: '%.200s'", from, val);
@@ -289,6 +295,51 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int config_parse_pool_sizes(const char *s, struct daemon_cfg *cfg)
+{
+	struct config_pool_size out[CONFIG_POOL_SIZES_MAX];
+	unsigned n = 0;
+	if (!s)
+		return -EINVAL;
+	for (const char *p = s; *p;) {
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		size_t nl = eq ? (size_t)(eq - p) : 0;
+		if (!eq || nl == 0 || nl >= sizeof(out[0].name) || eq + 1 == end)
+			return -EINVAL;
+		for (const char *c = p; c < eq; c++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", *c))
+				return -EINVAL;
+		unsigned v = 0;
+		for (const char *c = eq + 1; c < end; c++) {
+			if (*c < '0' || *c > '9' || (v = v * 10 + (unsigned)(*c - '0')) > 64)
+				return -EINVAL;
+		}
+		unsigned i = 0;
+		while (i < n && (strlen(out[i].name) != nl || strncmp(out[i].name, p, nl)))
+			i++;
+		if (i == n && n++ == CONFIG_POOL_SIZES_MAX)
+			return -EINVAL;
+		memcpy(out[i].name, p, nl);
+		out[i].name[nl] = '\0';
+		out[i].size = v;
+		p = comma ? comma + 1 : end;
+		if (comma && !*p)
+			return -EINVAL;
+	}
+	memcpy(cfg->pool_sizes, out, n * sizeof(out[0]));
+	cfg->npool_sizes = n;
+	return 0;
+}
+
+unsigned config_pool_size_of(const struct daemon_cfg *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->npool_sizes; i++)
+		if (!strcmp(cfg->pool_sizes[i].name, name))
+			return cfg->pool_sizes[i].size;
+	return cfg->pool_size;
 }
 
 int config_host_is_loopback(const char *host)

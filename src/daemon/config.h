@@ -6,7 +6,10 @@
  *   --listen HOST:PORT           PANDASTACK_LISTEN                127.0.0.1:8080
  *   --data-dir DIR               PANDASTACK_DATA_DIR              /var/lib/pandastack
  *   --cache DIR                  PANDASTACK_CACHE                 /var/cache/pandastack
- *   --pool-size N                PANDASTACK_POOL_SIZE             2 (0: off)
+ *   --pool-size N                PANDASTACK_POOL_SIZE             2 (0: off; ready
+ *                                                                 sandboxes per template)
+ *   --pool-sizes NAME=N,...      PANDASTACK_POOL_SIZES            (none: --pool-size for
+ *                                                                 every template)
  *   --accel auto|kvm|tcg         PANDASTACK_ACCEL                 auto
  *   --max-sandboxes-per-team N   PANDASTACK_MAX_SANDBOXES_PER_TEAM 20
  *   --default-ttl S              PANDASTACK_DEFAULT_TTL           300
@@ -53,12 +56,23 @@
 #include "common/pip_index.h"
 #include "engine/accel.h"
 
+/* Templates --pool-sizes may name. */
+#define CONFIG_POOL_SIZES_MAX 16
+
+/* One template's own pool size (--pool-sizes). */
+struct config_pool_size {
+	char name[65];
+	unsigned size;
+};
+
 struct daemon_cfg {
 	char listen_host[256];
 	unsigned listen_port;
 	char data_dir[PATH_MAX];
 	char cache_dir[PATH_MAX];
-	unsigned pool_size;
+	unsigned pool_size;            /* ready sandboxes per template (pool.h) */
+	struct config_pool_size pool_sizes[CONFIG_POOL_SIZES_MAX]; /* per-template sizes */
+	unsigned npool_sizes;
 	unsigned max_sandboxes_per_team;
 	int64_t default_ttl_s;
 	int64_t max_ttl_s;
@@ -94,6 +108,18 @@ struct daemon_cfg {
  * variable.  argv is not modified.
  */
 int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/*
+ * config_parse_pool_sizes - "NAME=N[,NAME=N...]" (N 0..64, a name at most
+ * 64 bytes of [A-Za-z0-9_.-], at most CONFIG_POOL_SIZES_MAX pairs; a later
+ * pair for the same name wins) into cfg->pool_sizes.  Returns 0 or -EINVAL
+ * (cfg unchanged).  Pure.
+ */
+int config_parse_pool_sizes(const char *s, struct daemon_cfg *cfg);
+
+/* config_pool_size_of - the pool size of template name: its --pool-sizes
+ * entry, else --pool-size. */
+unsigned config_pool_size_of(const struct daemon_cfg *cfg, const char *name);
 
 /* config_host_is_loopback - 1 for "localhost", ::1 and 127.0.0.0/8. */
 int config_host_is_loopback(const char *host);

@@ -170,8 +170,7 @@ int main(int argc, char **argv)
 		       "untrusted code on a multi-tenant host without hardware virtualisation\"");
 	if ((e = setup_jail(&d)) < 0)
 		return fail("jail", e, NULL);
-	if ((e = templates_new(d.cfg.cache_dir, d.pool_dir, d.accel, d.cfg.pool_size,
-			       &d.templates)) < 0)
+	if ((e = templates_new(d.cfg.cache_dir, d.pool_dir, d.accel, &d.cfg, &d.templates)) < 0)
 		return fail("templates", e, NULL);
 	templates_load_all(d.templates);
 	if ((e = sandboxes_new(&d, &d.sandboxes)) < 0)

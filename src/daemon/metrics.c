@@ -34,6 +34,8 @@ static const char *const event_names[METRICS_N_EVENTS] = {
 	[METRICS_ADOPTED] = "adopted",
 	[METRICS_ADOPT_FAILED] = "adopt_failed",
 	[METRICS_EXEC_CLIENT_GONE] = "exec_client_gone",
+	[METRICS_POOL_HIT] = "pool_hit",
+	[METRICS_POOL_MISS] = "pool_miss",
 };
 
 static void observe(struct histogram *h, int64_t ms)

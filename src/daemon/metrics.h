@@ -19,6 +19,9 @@ enum metrics_event {
 	METRICS_ADOPTED,          /* a sandbox taken over after a restart */
 	METRICS_ADOPT_FAILED,     /* a sandbox found dead after a restart */
 	METRICS_EXEC_CLIENT_GONE, /* an exec cancelled because its client left */
+	METRICS_POOL_HIT,         /* a create was served by a ready sandbox of the pool */
+	METRICS_POOL_MISS,        /* a template with a pool had none ready (or the
+				   * hand-out failed): the create restored one */
 	METRICS_N_EVENTS
 };
 

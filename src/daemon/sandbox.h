@@ -71,13 +71,15 @@ struct sbx_err {
 
 /*
  * sbx_create - the whole create: check the template, reserve a slot under
- * the team's limit (429), restore a VM into <data-dir>/sandboxes/<id> (from
- * the template's pool if one is ready), store the row.  On success *row is
- * the stored row (strings owned by the caller: sandbox_row_clear).  On
+ * the team's limit (429), take a ready sandbox from the template's pool
+ * (pool.h) or, when none is ready, restore a VM from the template, into
+ * <data-dir>/sandboxes/<id>, store the row.  On success *row is the stored
+ * row (strings owned by the caller: sandbox_row_clear) and *restored_from
+ * says which path served it: "pool" or "template" (a static string).  On
  * failure returns -errno with *err filled and leaves nothing behind.
  */
 int sbx_create(struct sandboxes *reg, const char *team, const struct create_sandbox_body *b,
-	       struct sandbox_row *row, struct sbx_err *err);
+	       struct sandbox_row *row, const char **restored_from, struct sbx_err *err);
 
 /*
  * sbx_acquire - a reference on the live sandbox id of team.  Returns 0 with

@@ -55,9 +55,9 @@ static int reserve(struct sandboxes *reg, struct sbx *sb, unsigned limit, unsign
 	return ok ? 0 : -EDQUOT;
 }
 
-/* Restore a VM of t into run_dir: a pool entry if one is ready, else a new
- * QEMU; the restore message carries d's guest settings.  *from_pool says
- * which. */
+/* A VM of t in run_dir: a ready sandbox from the pool if there is one,
+ * else a restore from the template; the restore message carries d's guest
+ * settings.  *from_pool says which. */
 static int restore(const struct daemon *d, struct tpl *t, const char *run_dir, struct vm **vm,
 		   struct vm_err *verr, int *from_pool)
 {
@@ -67,6 +67,7 @@ static int restore(const struct daemon *d, struct tpl *t, const char *run_dir, s
 	if (tpl_pool(t)) {
 		r = pool_take(tpl_pool(t), run_dir, &gopts, RESTORE_TIMEOUT_MS, vm, verr);
 		*from_pool = r == 0;
+		metrics_event(r == 0 ? METRICS_POOL_HIT : METRICS_POOL_MISS);
 		if (r < 0 && r != -EAGAIN) {
 			char q[300];
 			log_kv(LOG_WARN, "sandbox.pool_take_failed", "err=%d msg=%s", r,
@@ -104,7 +105,7 @@ static int fill_row(struct sandbox_row *row, const struct sbx *sb, const struct 
 }
 
 int sbx_create(struct sandboxes *reg, const char *team, const struct create_sandbox_body *b,
-	       struct sandbox_row *row, struct sbx_err *err)
+	       struct sandbox_row *row, const char **restored_from, struct sbx_err *err)
 {
 	struct daemon *d = reg->d;
 	int64_t t0 = util_now_ms();
@@ -192,6 +193,7 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 	templates_put(t);
 	int64_t ms = util_now_ms() - t0;
 	metrics_create(1, ms);
+	*restored_from = from_pool ? "pool" : "template";
 	log_kv(LOG_INFO, "sandbox.create", "id=%s team=%s template=%s ttl_s=%lld pool=%d ms=%lld",
 	       id, team, b->template_name, (long long)ttl, from_pool, (long long)ms);
 	sbx_release(sb); /* the registry keeps its own reference */

@@ -41,7 +41,7 @@ struct templates {
 	char cache_dir[PATH_MAX];
 	char pool_dir[PATH_MAX];
 	enum accel_kind accel;
-	unsigned pool_size;
+	const struct daemon_cfg *cfg;  /* pool sizes */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;   /* broadcast when a retired template is freed */
 	struct tpl *live;
@@ -56,7 +56,7 @@ static int64_t wall_ms(void)
 }
 
 int templates_new(const char *cache_dir, const char *pool_dir, enum accel_kind accel,
-		  unsigned pool_size, struct templates **out)
+		  const struct daemon_cfg *cfg, struct templates **out)
 {
 	struct templates *ts = calloc(1, sizeof(*ts));
 	if (!ts)
@@ -69,7 +69,7 @@ int templates_new(const char *cache_dir, const char *pool_dir, enum accel_kind a
 		return -ENAMETOOLONG;
 	}
 	ts->accel = accel;
-	ts->pool_size = pool_size;
+	ts->cfg = cfg;
 	pthread_mutex_init(&ts->lock, NULL);
 	pthread_cond_init(&ts->cond, NULL);
 	*out = ts;
@@ -108,11 +108,12 @@ static int load_locked(struct templates *ts, const char *name, struct tpl **out,
 	e->ts = ts;
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->t = t;
-	if (ts->pool_size > 0) {
+	unsigned pool_size = config_pool_size_of(ts->cfg, name);
+	if (pool_size > 0) {
 		char dir[PATH_MAX];
 		if (snprintf(dir, sizeof(dir), "%s/%s", ts->pool_dir, name) < (int)sizeof(dir) &&
 		    util_mkdir_p(ts->pool_dir, 0700) == 0) {
-			int pr = pool_new(t, dir, ts->pool_size, &e->pool);
+			int pr = pool_new(t, dir, pool_size, &e->pool);
 			if (pr < 0) {
 				e->pool = NULL;
 				log_kv(LOG_WARN, "template.pool_failed", "name=%s err=%d", name, pr);
@@ -122,7 +123,7 @@ static int load_locked(struct templates *ts, const char *name, struct tpl **out,
 	e->next = ts->live;
 	ts->live = e;
 	log_kv(LOG_INFO, "template.loaded", "name=%s vcpus=%u memory_mib=%u pool=%u", name,
-	       template_vcpus(t), template_memory_mib(t), e->pool ? ts->pool_size : 0);
+	       template_vcpus(t), template_memory_mib(t), e->pool ? pool_size : 0);
 	*out = e;
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "daemon/config.h"
 #include "engine/accel.h"
 #include "engine/pool.h"
 #include "engine/template.h"
@@ -27,12 +28,13 @@ struct tpl;
 
 /*
  * templates_new - a cache reading cache_dir (templates under
- * <cache_dir>/templates) whose pools live under pool_dir/<name>, with
- * pool_size entries each (0: no pools).  Strings are copied.
- * Returns 0 with *out or -errno.
+ * <cache_dir>/templates) whose pools of ready sandboxes live under
+ * pool_dir/<name>, each of the size cfg gives that template
+ * (config_pool_size_of; 0: none).  Strings are copied; cfg is borrowed and
+ * must outlive ts.  Returns 0 with *out or -errno.
  */
 int templates_new(const char *cache_dir, const char *pool_dir, enum accel_kind accel,
-		  unsigned pool_size, struct templates **out);
+		  const struct daemon_cfg *cfg, struct templates **out);
 
 /* templates_free - stop bakes' bookkeeping (a running bake finishes in its
  * thread first), free every pool and template.  NULL is a no-op. */

@@ -535,3 +535,43 @@ int vmcg_io_weight_honoured(const char *path)
 	}
 	return 0;
 }
+
+const char *vmcg_cpu_dir(const struct vmcg_host *h, const struct vmcg *g)
+{
+	for (int i = 0; i < g->ndirs && i < h->ndirs; i++)
+		if (h->version == VMCG_V2 || !strcmp(h->ctrl[i], "cpu"))
+			return g->dir[i];
+	return NULL;
+}
+
+/* The weight file of a CPU folder: v2 cpu.weight, else v1 cpu.shares. */
+static const char *weight_file(const char *cpu_dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	return path_in(p, cpu_dir, "cpu.weight") == 0 && stat(p, &st) == 0 ? "cpu.weight"
+									 : "cpu.shares";
+}
+
+int vmcg_cpu_weight_get(const char *cpu_dir, unsigned *out)
+{
+	char p[PATH_MAX], *data = NULL;
+	size_t len;
+	int r = path_in(p, cpu_dir, weight_file(cpu_dir));
+	if (r < 0 || (r = util_read_file(p, 64, &data, &len)) < 0)
+		return r;
+	char *end;
+	unsigned long v = strtoul(data, &end, 10);
+	free(data);
+	if (end == data || v == 0 || v > 262144)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int vmcg_cpu_weight_set(const char *cpu_dir, unsigned raw)
+{
+	char v[16];
+	snprintf(v, sizeof(v), "%u", raw);
+	return write_in(cpu_dir, weight_file(cpu_dir), v);
+}

@@ -104,6 +104,22 @@ int vmcg_remove(const struct vmcg *g);
  * io_weight in vmcg_limits is written but does nothing). */
 int vmcg_io_weight_honoured(const char *path);
 
+/* vmcg_cpu_dir - the folder of g that holds its CPU controller's files
+ * (v2: the group; v1: its folder in the cpu hierarchy), borrowed from g;
+ * NULL when h has no CPU controller. */
+const char *vmcg_cpu_dir(const struct vmcg_host *h, const struct vmcg *g);
+
+/*
+ * vmcg_cpu_weight_get / vmcg_cpu_weight_set - the CPU weight of the group
+ * at cpu_dir (vmcg_cpu_dir) in its file's own units: v2 cpu.weight
+ * (1..10000, 100 a default task), v1 cpu.shares (2..262144, 1024 a default
+ * task).  The pool lowers its sandboxes' weight until their hand-out.
+ * Return 0 or -errno (-ENOENT: no CPU controller there, -EINVAL: the file
+ * holds no weight).
+ */
+int vmcg_cpu_weight_get(const char *cpu_dir, unsigned *out);
+int vmcg_cpu_weight_set(const char *cpu_dir, unsigned raw);
+
 /* vmcg_memory_peak - the group's memory high-water mark in bytes
  * (memory.max_usage_in_bytes / memory.peak), or -errno. */
 int64_t vmcg_memory_peak(const struct vmcg *g);

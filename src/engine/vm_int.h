@@ -54,6 +54,9 @@ struct vm {
 	int pidfd;                   /* -1 if the kernel has none */
 	struct qmp *qmp;             /* NULL once QEMU is gone */
 	struct guest_conn *agent;    /* NULL until connected or after loss */
+	char cg_cpu[PATH_MAX];       /* its control group's CPU folder (vmcg_cpu_dir),
+				      * "" when not jailed or none */
+	unsigned cg_weight;          /* that group's CPU weight at the start (file units) */
 	char reason[320];            /* exit reason, filled on demand */
 	struct vm_phases ph;         /* restore timings */
 };
@@ -94,6 +97,17 @@ int vm_handed_out(struct vm *v);
  */
 int vm_finish_restore(struct vm *v, const struct template *t,
 		      const struct guest_restore_opts *gopts, int64_t deadline, struct vm_err *err);
+
+/* vm_set_cpu_low - with low 1, QEMU's control group weighs a tenth of a
+ * sandbox (VM_LOW_CPU_DIVISOR; pool entries until their hand-out: they get
+ * CPU mostly when sandboxes in use leave some, but are never starved);
+ * 0 gives it back the weight it started with.  0, -ENOENT (QEMU is not in
+ * a group of its own, or it has no CPU controller) or -errno. */
+int vm_set_cpu_low(struct vm *v, int low);
+
+/* vm_write_json - write <run_dir>/vm.json (what vm_adopt needs) with the
+ * creation time now.  0 or -errno. */
+int vm_write_json(struct vm *v);
 
 /* vm_init_fields - the "nothing yet" values of a new struct vm (fds -1). */
 void vm_init_fields(struct vm *v);

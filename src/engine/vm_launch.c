@@ -189,7 +189,23 @@ static int prepare_jail(struct vm *v, const struct template *t, const char *jail
 		return r;
 	}
 	v->uid = jail_uid(*out);
+	const char *cpu = vmcg_cpu_dir(jail_host_cgroups(h), jail_cgroup(*out));
+	if (cpu && vmcg_cpu_weight_get(cpu, &v->cg_weight) == 0)
+		snprintf(v->cg_cpu, sizeof(v->cg_cpu), "%s", cpu);
 	return 0;
+}
+
+/* A pool entry's weight: a tenth of a sandbox's. */
+#define VM_LOW_CPU_DIVISOR 10u
+
+int vm_set_cpu_low(struct vm *v, int low)
+{
+	if (!v->cg_cpu[0])
+		return -ENOENT;
+	unsigned w = v->cg_weight;
+	if (low)
+		w = w / VM_LOW_CPU_DIVISOR < 2 ? 2 : w / VM_LOW_CPU_DIVISOR;
+	return vmcg_cpu_weight_set(v->cg_cpu, w);
 }
 
 int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int64_t deadline,
@@ -312,8 +328,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	return 0;
 }
 
-/* Write <run>/vm.json: what vm_adopt needs. */
-static int write_vm_json(struct vm *v)
+int vm_write_json(struct vm *v)
 {
 	char path[PATH_MAX];
 	char ts[32];
@@ -390,7 +405,7 @@ int vm_finish_restore(struct vm *v, const struct template *t,
 	tn = util_now_us();
 	v->ph.restore_op = tn - ts;
 	ts = tn;
-	if ((r = write_vm_json(v)) < 0) {
+	if ((r = vm_write_json(v)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot write vm.json: %s", strerror(-r));
 		return r;
 	}

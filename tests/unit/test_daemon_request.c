@@ -496,6 +496,48 @@ static void pip_index_setting(void **state)
 	assert_int_equal(strlen(cfg.pip_index_url), PIP_INDEX_URL_MAX);
 }
 
+/* --pool-sizes NAME=N,...: per-template pool sizes over --pool-size; a
+ * later pair for a name wins; malformed lists are refused whole. */
+static void pool_sizes_setting(void **state)
+{
+	(void)state;
+	struct daemon_cfg cfg;
+	char err[256];
+	unsetenv("PANDASTACK_POOL_SIZES");
+	unsetenv("PANDASTACK_POOL_SIZE");
+	char *argv[] = {"pandastackd", "--pool-size", "3", "--pool-sizes",
+			"code-interpreter=5,base=0,base=1", NULL};
+	assert_int_equal(config_load(&cfg, 5, argv, err, sizeof(err)), 0);
+	assert_int_equal(cfg.npool_sizes, 2);
+	assert_int_equal(config_pool_size_of(&cfg, "code-interpreter"), 5);
+	assert_int_equal(config_pool_size_of(&cfg, "base"), 1);
+	assert_int_equal(config_pool_size_of(&cfg, "other"), 3);
+	char *none[] = {"pandastackd", NULL};
+	assert_int_equal(config_load(&cfg, 1, none, err, sizeof(err)), 0);
+	assert_int_equal(cfg.npool_sizes, 0);
+	assert_int_equal(config_pool_size_of(&cfg, "base"), cfg.pool_size);
+	setenv("PANDASTACK_POOL_SIZES", "base=0", 1);
+	assert_int_equal(config_load(&cfg, 1, none, err, sizeof(err)), 0);
+	assert_int_equal(config_pool_size_of(&cfg, "base"), 0);
+	unsetenv("PANDASTACK_POOL_SIZES");
+	const char *bad[] = {"base", "base=", "=2", "base=65", "base=-1", "base=2,", "ba se=1",
+			     "base=1,,x=2", "base=1x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(config_parse_pool_sizes(bad[i], &cfg), -EINVAL);
+		char *a[] = {"pandastackd", "--pool-sizes", (char *)bad[i], NULL};
+		assert_int_equal(config_load(&cfg, 3, a, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "--pool-sizes"));
+	}
+	/* at most CONFIG_POOL_SIZES_MAX names */
+	char many[CONFIG_POOL_SIZES_MAX * 8 + 16] = "";
+	for (unsigned i = 0; i <= CONFIG_POOL_SIZES_MAX; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%st%u=1", i ? "," : "", i);
+	assert_int_equal(config_parse_pool_sizes(many, &cfg), -EINVAL);
+	*strrchr(many, ',') = '\0';
+	assert_int_equal(config_parse_pool_sizes(many, &cfg), 0);
+	assert_int_equal(cfg.npool_sizes, CONFIG_POOL_SIZES_MAX);
+}
+
 static void agent_errors(void **state)
 {
 	(void)state;
@@ -580,7 +622,7 @@ int main(void)
 		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
 		cmocka_unit_test(paths_and_queries),
 		cmocka_unit_test(routes),            cmocka_unit_test(listen_parsing),
-		cmocka_unit_test(pip_index_setting),
+		cmocka_unit_test(pip_index_setting), cmocka_unit_test(pool_sizes_setting),
 		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
 		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),
 		cmocka_unit_test(error_table),
