@@ -29,7 +29,7 @@
 #   test-agents        the MCP server with the MCP SDK's client (tests/mcp) and the
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
-#   bench-create bench-api bench-contexts   figures (bench/)
+#   bench-create bench-api bench-contexts bench-density   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -174,9 +174,14 @@ $(BUILD)/bench/%: bench/%.c $(LIB_ENGINE) $(LIB_COMMON)
 bench-agent: $(BUILD)/bench/agent $(BUILD)/pandastack-agent
 	PANDASTACK_AGENT_BIN=$(BUILD)/pandastack-agent $(BUILD)/bench/agent
 
+# bench/create also times creates through a pandastackd's REST API.
+$(BUILD)/bench/create: bench/create.c bench/bench_rest.c bench/bench_rest.h $(LIB_ENGINE) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ bench/create.c bench/bench_rest.c $(LIB_ENGINE) $(LIB_COMMON) $(ENGINE_LIBS)
+
 .PHONY: bench-create
-bench-create: $(BUILD)/bench/create
-	PANDASTACK_CACHE=$(CACHE) $(BUILD)/bench/create
+bench-create: $(BUILD)/bench/create $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) BENCH_DAEMON=$(BUILD)/pandastackd $(BUILD)/bench/create
 
 # Code contexts on the host (python3 with ipykernel): start times, 1+1 round
 # trips, and jupyter_client's round trip for comparison.
@@ -199,6 +204,14 @@ test-integration: $(BUILD)/pandastackd $(BUILD)/pandastack sdk-ts-build
 
 bench-api: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py
+
+# N idle sandboxes on one host (bench/density.py): MemAvailable drop, PSS
+# and idle CPU per sandbox, the N+1st create and exec, GET /v1/sandboxes.
+# DENSITY_N: the sizes (50; e.g. "50 100 200").
+DENSITY_N ?= 50
+.PHONY: bench-density
+bench-density: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/density.py --n $(DENSITY_N)
 
 # Code contexts through the daemon (bench/contexts.py): 1+1 in a warm context
 # (median of 200), first/second context create, create-sandbox-to-first-1+1,

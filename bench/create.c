@@ -2,14 +2,21 @@
  * bench/create.c - how fast and how small sandboxes are, against peers run
  * in the same process tree (make bench-create; needs a baked template).
  *
+ *   api         creates through the REST API of a pandastackd started here
+ *               (BENCH_DAEMON, default build/pandastackd): through its pool
+ *               of 2 ready sandboxes (each create waits until one is ready;
+ *               the refill is not timed; every answer must say
+ *               "restored_from": "pool"), then with the pool empty (size 0:
+ *               "template"); p50/p99 of BENCH_N each, request to answer
  *   create      vm_restore from the template: p50/p99 of BENCH_N (50), and
  *               the p50 of its network-slot and jail-preparation steps
  *   unjailed    the same creates with QEMU unjailed (the development-only
  *               jail_config.disable), in a child process, alternating with
  *               the jailed ones: what the jail costs a create, its steps in
  *               QEMU's monitor included
- *   pool        the same through a pool of 2 pre-started QEMUs (each take
- *               waits until an entry is ready; the refill is not timed)
+ *   prestarted  the earlier pool's path: QEMU already started and waiting
+ *               in -incoming defer (not timed), then the rest of the
+ *               restore (migrate, cont, agent, restore message) timed
  *   exec        round trip of `true` on one sandbox: p50 of 100
  *   memory      20 idle sandboxes: PSS and RSS of each QEMU (smaps_rollup),
  *               the monitor processes, and the fall of MemAvailable; their
@@ -37,12 +44,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_rest.h"
 #include "common/util.h"
 #include "engine/guest_conn.h"
 #include "engine/guest_run.h"
 #include "engine/jail.h"
 #include "engine/migrate.h"
-#include "engine/pool.h"
 #include "engine/qmp.h"
 #include "engine/spawn.h"
 #include "engine/template_int.h"
@@ -535,6 +542,67 @@ static void nojail_end(struct nojail *p)
 	p->pid = -1;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct_d(double *v, int n, int p)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	int i = (n * p) / 100;
+	return v[i >= n ? n - 1 : i];
+}
+
+/* n creates through a daemon's REST API with a pool of `pool` ready
+ * sandboxes (each waits until one is ready: want_pool 1) or none
+ * (want_pool 0); every answer must say which path it took.  p50/p99 in ms. */
+static void api_series(const char *name, const char *cache, int n, unsigned pool, int want_pool,
+		       double *p50, double *p99)
+{
+	const char *bin = getenv("BENCH_DAEMON") ? getenv("BENCH_DAEMON") : "build/pandastackd";
+	char dir[PATH_MAX];
+	run_dir(dir, want_pool ? "api-pool" : "api-empty");
+	struct bench_daemon d;
+	int r = bench_daemon_start(&d, bin, dir, cache, name, pool);
+	if (r < 0)
+		die("starting pandastackd (BENCH_DAEMON)", r, dir);
+	double *v = calloc((size_t)n, sizeof(*v));
+	for (int i = 0; v && i < n; i++) {
+		int64_t until = util_now_ms() + 300000;
+		while (want_pool && bench_pool_ready(&d, name) < 1 && util_now_ms() < until)
+			usleep(20 * 1000);
+		char id[64];
+		int from_pool = 0;
+		if ((r = bench_create(&d, name, &v[i], id, &from_pool)) < 0) {
+			bench_daemon_stop(&d);
+			die("create through the API", r, "");
+		}
+		bench_delete(&d, id);
+		if (from_pool != want_pool) {
+			bench_daemon_stop(&d);
+			die("create through the API", -EPROTO,
+			    want_pool ? "served from the template while the pool was ready"
+				      : "served from a pool of size 0");
+		}
+	}
+	bench_daemon_stop(&d);
+	*p50 = pct_d(v, n, 50);
+	*p99 = pct_d(v, n, 99);
+	free(v);
+}
+
+static void api_creates(const char *name, const char *cache, int n, double *pool50,
+			double *pool99, double *tpl50, double *tpl99)
+{
+	api_series(name, cache, n, 2, 1, pool50, pool99);
+	printf("api_create_pool_p50 %.1f ms\napi_create_pool_p99 %.1f ms\n", *pool50, *pool99);
+	api_series(name, cache, n, 0, 0, tpl50, tpl99);
+	printf("api_create_empty_pool_p50 %.1f ms\napi_create_empty_pool_p99 %.1f ms\n", *tpl50,
+	       *tpl99);
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "code-interpreter";
@@ -566,6 +634,13 @@ int main(int argc, char **argv)
 	struct nojail nj;
 	if ((r = nojail_start(t, &nj)) < 0)
 		fprintf(stderr, "bench: no unjailed peer: %s\n", strerror(-r));
+
+	/* through the REST API: the ready pool, then no pool */
+	double api_pool_p50 = -1, api_pool_p99 = -1, api_tpl_p50 = -1, api_tpl_p99 = -1;
+	if (!(getenv("BENCH_API") && !strcmp(getenv("BENCH_API"), "0")))
+		api_creates(name, cache, n, &api_pool_p50, &api_pool_p99, &api_tpl_p50, &api_tpl_p99);
+	else
+		printf("api skipped (BENCH_API=0)\n");
 
 	/* 1. create without the pool, each followed by an unjailed one */
 	long long *net_us = calloc((size_t)n, sizeof(*net_us));
@@ -606,28 +681,22 @@ int main(int argc, char **argv)
 	free(jail_us);
 	free(nj_ms);
 
-	/* 2. create through the pool */
-	char pdir[PATH_MAX];
-	snprintf(pdir, sizeof(pdir), "%s/pool", base);
-	struct pool *pool = NULL;
-	if ((r = pool_new(t, pdir, 2, &pool)) < 0)
-		die("pool_new", r, "");
+	/* 2. the pre-started QEMU path: only the restore after the start is timed */
 	for (int i = 0; i < n; i++) {
-		int64_t until = util_now_ms() + 60000;
-		while (pool_ready(pool) < 1 && util_now_ms() < until)
-			usleep(5000);
 		struct vm *vm = NULL;
 		run_dir(dir, "p");
+		if ((r = vm_launch_clone(t, dir, 1, util_now_ms() + 60000, &vm, &verr)) < 0)
+			die("vm_launch_clone", r, verr.msg);
 		int64_t t0 = util_now_ms();
-		if ((r = pool_take(pool, dir, NULL, 60000, &vm, &verr)) < 0)
-			die("pool_take", r, verr.msg);
+		if ((r = vm_finish_restore(vm, t, NULL, util_now_ms() + 60000, &verr)) < 0 ||
+		    (r = vm_handed_out(vm)) < 0)
+			die("vm_finish_restore", r, verr.msg);
 		v[i] = util_now_ms() - t0;
 		vm_stop(vm);
 		vm_free(vm);
 	}
-	pool_free(pool);
-	long long pool_p50 = pct(v, n, 50), pool_p99 = pct(v, n, 99);
-	printf("create_pool_p50 %lld ms\ncreate_pool_p99 %lld ms\n", pool_p50, pool_p99);
+	long long pre_p50 = pct(v, n, 50), pre_p99 = pct(v, n, 99);
+	printf("create_prestarted_p50 %lld ms\ncreate_prestarted_p99 %lld ms\n", pre_p50, pre_p99);
 
 	/* 3. exec round trip */
 	struct vm *one = NULL;
@@ -732,10 +801,18 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (api_pool_p50 > 0) {
+		printf("ratio api_empty_pool/api_pool %.1fx\n", api_tpl_p50 / api_pool_p50);
+		printf("ratio prestarted/api_pool %.1fx\n", (double)pre_p50 / api_pool_p50);
+		if (plain_p50 > 0)
+			printf("ratio plain_restore/api_pool %.1fx\n", (double)plain_p50 / api_pool_p50);
+		if (cold_p50 > 0)
+			printf("ratio cold_boot/api_pool %.1fx\n", (double)cold_p50 / api_pool_p50);
+	}
 	printf("ratio plain_restore/create %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / create_p50 : 0);
-	printf("ratio plain_restore/create_pool %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / pool_p50 : 0);
+	printf("ratio plain_restore/create_prestarted %.1fx\n", plain_p50 > 0 ? (double)plain_p50 / pre_p50 : 0);
 	printf("ratio cold_boot/create %.1fx\n", cold_p50 > 0 ? (double)cold_p50 / create_p50 : 0);
-	printf("ratio create/create_pool %.1fx\n", (double)create_p50 / (pool_p50 > 0 ? pool_p50 : 1));
+	printf("ratio create/create_prestarted %.1fx\n", (double)create_p50 / (pre_p50 > 0 ? pre_p50 : 1));
 	if (unjailed_p50 >= 0)
 		printf("jail_cost_p50 %lld ms (create_p50 - create_unjailed_p50)\n",
 		       create_p50 - unjailed_p50);
