@@ -144,5 +144,6 @@ int op_file_write_start(struct astream *s, struct agent_req *req);
 int op_file_read_start(struct astream *s, struct agent_req *req);
 int op_fs_start(struct astream *s, struct agent_req *req); /* stat list remove mkdir */
 int op_context_start(struct astream *s, struct agent_req *req); /* context_* */
+int op_command_start(struct astream *s, struct agent_req *req); /* command_* */
 
 #endif

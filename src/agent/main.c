@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
+#include "agent/commands.h"
 #include "agent/contexts.h"
 #include "agent/init.h"
 #include "agent/kernel.h"
@@ -245,6 +246,8 @@ int main(int argc, char **argv)
 			serve(&env, SESSION_PORT_NAMED, AGENT_PORT_NAME), sleep(1);
 	/* code contexts: shut their kernels down (their groups are killed) */
 	contexts_shutdown(KERNELS_STOP_WAIT_MS);
+	/* background commands: killed with their trees */
+	commands_shutdown();
 	sweep_groups_before_exit();
 	if (sfd >= 0) {
 		loop_watch_del(env.loop, &stopw);

@@ -24,20 +24,18 @@
  * Threads: the loop thread only.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/cgroup.h"
 #include "agent/astream.h"
-#include "common/dynbuf.h"
+#include "agent/child.h"
+#include "agent/infeed.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -70,24 +68,18 @@ struct exec_chan {
 
 struct exec_op {
 	struct astream *s;
-	pid_t pid;
+	struct child ch;        /* the command; its pipes move into out[] and in */
 	int reaped, status;
 	int64_t start_ms, exit_ms;
 	int timed_out;
 	uint64_t cap;
 	struct exec_chan out[2];
-	int errfd;              /* CLOEXEC pipe: child's exec error, EOF on success */
-	struct loop_watch errw;
+	struct loop_watch errw; /* on ch.err_fd */
 	int child_errno;        /* why the child could not run the shell */
-	int in_fd;              /* stdin write end, -1 when closed or unused */
-	struct loop_watch inw;
-	struct dynbuf in;       /* input held while the pipe is full */
-	int in_eof, want_stdin;
+	struct infeed in;       /* the host's input into its stdin pipe */
 	struct loop_timer timeout, drain;
-	struct exec_cgroup cg;
-	int has_cg;
 	/* CLOCK_MONOTONIC us, for the debug line agent.exec_timing */
-	int64_t t_open, t_cg, t_spawn, t_spawned, t_reaped;
+	int64_t t_open, t_spawn, t_reaped;
 };
 
 static void maybe_finish(struct exec_op *x);
@@ -104,15 +96,7 @@ static void close_fd_watch(struct exec_op *x, int *fd, struct loop_watch *w)
 
 static void kill_tree(struct exec_op *x)
 {
-	if (x->has_cg)
-		cgroup_exec_kill(&x->cg);
-	if (x->pid > 0 && !x->reaped) {
-		kill(-x->pid, SIGKILL);
-		/* A kill within the child's first moments (a timeout of a few
-		 * ms) can come before it called setsid() or joined its cgroup:
-		 * then only the child itself exists, and this reaches it. */
-		kill(x->pid, SIGKILL);
-	}
+	child_kill_tree(&x->ch, x->reaped);
 }
 
 /* --- output ---------------------------------------------------------------- */
@@ -236,7 +220,7 @@ static void maybe_finish(struct exec_op *x)
 		if (c->fd < 0 && !c->marker_pending && !c->eof_sent && astream_eof(s, c->ch) == 0)
 			c->eof_sent = 1;
 	}
-	if (!x->reaped || x->errfd >= 0 || !x->out[0].eof_sent || !x->out[1].eof_sent)
+	if (!x->reaped || x->ch.err_fd >= 0 || !x->out[0].eof_sent || !x->out[1].eof_sent)
 		return;
 	loop_timer_cancel(s->env->loop, &x->timeout);
 	loop_timer_cancel(s->env->loop, &x->drain);
@@ -248,8 +232,9 @@ static void maybe_finish(struct exec_op *x)
 	/* where an exec's time goes inside the guest (docs/agent.md) */
 	log_kv(LOG_DEBUG, "agent.exec_timing",
 	       "stream=%u setup_us=%lld cgroup_us=%lld spawn_us=%lld run_us=%lld tail_us=%lld",
-	       s->id, (long long)(x->t_cg - x->t_open), (long long)(x->t_spawn - x->t_cg),
-	       (long long)(x->t_spawned - x->t_spawn), (long long)(x->t_reaped - x->t_spawned),
+	       s->id, (long long)(x->t_spawn - x->t_open), (long long)(x->ch.t_cg_us - x->t_spawn),
+	       (long long)(x->ch.t_fork_us - x->ch.t_cg_us),
+	       (long long)(x->t_reaped - x->ch.t_fork_us),
 	       (long long)(util_now_us() - x->t_reaped));
 	astream_end(s, result_json(x));
 }
@@ -292,7 +277,7 @@ static void on_exit_status(void *ctx, pid_t pid, int status)
 	x->exit_ms = util_now_ms();
 	loop_timer_cancel(x->s->env->loop, &x->timeout);
 	/* the shell is gone: stdin has no reader any more */
-	close_fd_watch(x, &x->in_fd, &x->inw);
+	infeed_close(&x->in);
 	if (x->out[0].fd >= 0 || x->out[1].fd >= 0)
 		loop_timer_arm(x->s->env->loop, &x->drain,
 			       x->exit_ms + (x->timed_out ? EXEC_KILL_DRAIN_MS : EXEC_DRAIN_GRACE_MS));
@@ -305,89 +290,31 @@ static void on_timeout(struct loop_timer *t, int64_t now)
 	struct exec_op *x = t->ctx;
 	x->timed_out = 1;
 	kill_tree(x);
-	log_kv(LOG_INFO, "agent.exec_timeout", "stream=%u pid=%d", x->s->id, (int)x->pid);
+	log_kv(LOG_INFO, "agent.exec_timeout", "stream=%u pid=%d", x->s->id, (int)x->ch.pid);
 }
 
 static void on_errpipe(struct loop_watch *w, uint32_t ev)
 {
 	(void)ev;
 	struct exec_op *x = w->ctx;
-	int e[2];
-	ssize_t n = read(x->errfd, e, sizeof(e));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (!child_read_error(&x->ch, &x->child_errno))
 		return;
-	if (n == (ssize_t)sizeof(e) && e[1] > 0)
-		x->child_errno = e[1];
-	close_fd_watch(x, &x->errfd, &x->errw);
+	close_fd_watch(x, &x->ch.err_fd, &x->errw);
 	maybe_finish(x);
 }
 
 /* --- stdin ------------------------------------------------------------------ */
 
-static void stdin_close(struct exec_op *x)
-{
-	close_fd_watch(x, &x->in_fd, &x->inw);
-	if (x->in.len)
-		astream_consumed(x->s, (uint32_t)x->in.len);
-	dynbuf_reset(&x->in);
-}
-
-/* Write held input; returns after EAGAIN, empty buffer or a closed pipe. */
-static void stdin_flush(struct exec_op *x)
-{
-	while (x->in_fd >= 0 && x->in.len > 0) {
-		ssize_t n = write(x->in_fd, x->in.p, x->in.len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (n <= 0) { /* EPIPE: the command stopped reading */
-			stdin_close(x);
-			return;
-		}
-		dynbuf_consume(&x->in, (size_t)n);
-		astream_consumed(x->s, (uint32_t)n);
-	}
-	if (x->in_fd < 0)
-		return;
-	if (x->in.len == 0 && x->in_eof) {
-		close_fd_watch(x, &x->in_fd, &x->inw);
-		return;
-	}
-	loop_watch_set(x->s->env->loop, &x->inw, x->in.len ? EPOLLOUT : 0);
-}
-
-static void on_stdin(struct loop_watch *w, uint32_t ev)
-{
-	struct exec_op *x = w->ctx;
-	if (ev & (EPOLLERR | EPOLLHUP)) {
-		stdin_close(x);
-		return;
-	}
-	stdin_flush(x);
-}
-
 static int exec_input(struct astream *s, const uint8_t *p, uint32_t len)
 {
 	struct exec_op *x = s->op;
-	if (x->in_fd < 0 || x->in_eof) {
-		astream_consumed(s, len); /* nobody reads it: drop */
-		return 0;
-	}
-	/* the credit bounds what the host may send, hence the cap: more is a
-	 * broken host, and the error ends the stream */
-	int r = dynbuf_add(&x->in, p, len);
-	if (r < 0)
-		return r;
-	stdin_flush(x);
-	return 0;
+	return infeed_add(&x->in, s, p, len);
 }
 
 static int exec_input_eof(struct astream *s)
 {
 	struct exec_op *x = s->op;
-	x->in_eof = 1;
-	stdin_flush(x);
+	infeed_eof(&x->in);
 	return 0;
 }
 
@@ -407,24 +334,23 @@ static void exec_cancel(struct astream *s)
 {
 	struct exec_op *x = s->op;
 	kill_tree(x);
-	log_kv(LOG_INFO, "agent.exec_cancel", "stream=%u pid=%d", s->id, (int)x->pid);
+	log_kv(LOG_INFO, "agent.exec_cancel", "stream=%u pid=%d", s->id, (int)x->ch.pid);
 }
 
 static void exec_destroy(struct astream *s)
 {
 	struct exec_op *x = s->op;
 	struct loop *l = s->env->loop;
-	if (x->pid > 0 && !x->reaped)
-		loop_child_forget(l, x->pid); /* reaped later as an orphan */
+	if (x->ch.pid > 0 && !x->reaped)
+		loop_child_forget(l, x->ch.pid); /* reaped later as an orphan */
 	for (int i = 0; i < 2; i++)
 		close_fd_watch(x, &x->out[i].fd, &x->out[i].w);
-	close_fd_watch(x, &x->errfd, &x->errw);
-	close_fd_watch(x, &x->in_fd, &x->inw);
+	close_fd_watch(x, &x->ch.err_fd, &x->errw);
+	infeed_free(&x->in);
 	loop_timer_cancel(l, &x->timeout);
 	loop_timer_cancel(l, &x->drain);
-	if (x->has_cg)
-		cgroup_exec_release(&x->cg);
-	dynbuf_free(&x->in);
+	if (x->ch.has_cg)
+		cgroup_exec_release(&x->ch.cg);
 	free(x);
 	s->op = NULL;
 }
@@ -489,53 +415,6 @@ char **agent_env_build(const struct agent_req *req)
 	return envp;
 }
 
-/* In the child: report (stage, errno) on the error pipe and exit. */
-static void __attribute__((noreturn)) child_fail(int errfd, int stage)
-{
-	int e[2] = {stage, errno ? errno : EIO};
-	ssize_t w = write(errfd, e, sizeof(e));
-	(void)w;
-	_exit(127);
-}
-
-static void __attribute__((noreturn))
-child_run(struct exec_op *x, const char *cwd, char **argv, char **envp, int in_r, int out_w,
-	  int err_w, int errpipe_w)
-{
-	if (x->has_cg)
-		cgroup_exec_join_self(&x->cg); /* best effort: the pgroup still works */
-	setsid();
-	loop_child_sigreset();
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = x->s->env->child_nofile;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if (in_r < 0) {
-		in_r = open("/dev/null", O_RDONLY);
-		if (in_r < 0)
-			child_fail(errpipe_w, 1);
-	}
-	if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
-		child_fail(errpipe_w, 1);
-	/* everything else closes at exec; the error pipe already is CLOEXEC */
-	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-	if (chdir(cwd) < 0)
-		child_fail(errpipe_w, 2);
-	umask(022);
-	execve("/bin/sh", argv, envp);
-	child_fail(errpipe_w, 3);
-}
-
-static int make_pipe(int p[2], int nonblock_end)
-{
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	int fl = fcntl(p[nonblock_end], F_GETFL);
-	fcntl(p[nonblock_end], F_SETFL, fl | O_NONBLOCK);
-	return 0;
-}
-
 int op_exec_start(struct astream *s, struct agent_req *req)
 {
 	int64_t t_open = util_now_us();
@@ -548,12 +427,8 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	x->s = s;
 	x->t_open = t_open;
 	x->cap = req->output_cap;
-	x->want_stdin = req->want_stdin;
-	x->errfd = x->in_fd = -1;
-	dynbuf_init(&x->in, PROTO_MAX_WINDOW);
-	x->cg.procs_fd = -1;
+	infeed_init(&x->in, s->env->loop, -1, NULL, NULL); /* none until spawned */
 	loop_watch_init(&x->errw, on_errpipe, x);
-	loop_watch_init(&x->inw, on_stdin, x);
 	loop_timer_init(&x->timeout, on_timeout, x);
 	loop_timer_init(&x->drain, on_drain, x);
 	for (int i = 0; i < 2; i++) {
@@ -565,47 +440,24 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	s->op = x;
 	s->ops = &exec_ops;
 
-	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, perr[2] = {-1, -1};
 	char **envp = agent_env_build(req);
-	int r = envp ? 0 : -ENOMEM;
-	if (!r)
-		r = make_pipe(po, 0);
-	if (!r)
-		r = make_pipe(pe, 0);
-	if (!r && x->want_stdin)
-		r = make_pipe(pi, 1);
-	if (!r)
-		r = make_pipe(perr, 0);
-	x->t_cg = util_now_us();
-	if (!r && s->env->cgroup_dir) {
-		if (cgroup_exec_new(s->env->cgroup_dir, ++s->env->seq, &x->cg) == 0)
-			x->has_cg = 1;
-	}
-	if (r < 0)
-		goto fail;
-	char *argv[] = {"sh", "-c", req->cmd, NULL};
+	if (!envp)
+		return -ENOMEM;
+	struct child_spec sp = {
+		.cmd = req->cmd, .envp = envp, .cwd = cwd, .want_stdin = req->want_stdin,
+	};
 	x->start_ms = util_now_ms();
 	x->t_spawn = util_now_us();
-	pid_t pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (pid == 0)
-		child_run(x, cwd, argv, envp, pi[0], po[1], pe[1], perr[1]);
-	x->pid = pid;
-	x->t_spawned = util_now_us();
+	int r = child_spawn(s->env, &sp, &x->ch);
 	free(envp);
-	close(po[1]);
-	close(pe[1]);
-	close(perr[1]);
-	if (pi[0] >= 0)
-		close(pi[0]);
+	if (r < 0)
+		return r;
+	pid_t pid = x->ch.pid;
 	/* from here on x owns the parent's ends; destroy closes them */
-	x->out[0].fd = po[0];
-	x->out[1].fd = pe[0];
-	x->errfd = perr[0];
-	x->in_fd = pi[1];
+	x->out[0].fd = x->ch.out_fd[0];
+	x->out[1].fd = x->ch.out_fd[1];
+	int in_fd = x->ch.in_fd;
+	x->ch.out_fd[0] = x->ch.out_fd[1] = x->ch.in_fd = -1;
 	struct loop *l = s->env->loop;
 	if (loop_child_watch(l, pid, on_exit_status, x) < 0) {
 		kill(-pid, SIGKILL); /* cannot track it: do not leave it running */
@@ -613,9 +465,10 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	}
 	loop_watch_add(l, &x->out[0].w, x->out[0].fd, EPOLLIN);
 	loop_watch_add(l, &x->out[1].w, x->out[1].fd, EPOLLIN);
-	loop_watch_add(l, &x->errw, x->errfd, EPOLLIN);
-	if (x->in_fd >= 0)
-		loop_watch_add(l, &x->inw, x->in_fd, 0);
+	loop_watch_add(l, &x->errw, x->ch.err_fd, EPOLLIN);
+	int r2 = infeed_init(&x->in, l, in_fd, NULL, NULL);
+	if (r2 < 0)
+		log_kv(LOG_WARN, "agent.exec_stdin_watch", "stream=%u errno=%d", s->id, -r2);
 	if (req->timeout_ms)
 		loop_timer_arm(l, &x->timeout, x->start_ms + (int64_t)req->timeout_ms);
 	json_t *ev = json_object();
@@ -627,18 +480,4 @@ int op_exec_start(struct astream *s, struct agent_req *req)
 	for (int i = 0; i < 2; i++)
 		arm_chan(&x->out[i]);
 	return 0;
-
-fail:
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-		if (pi[i] >= 0)
-			close(pi[i]);
-		if (perr[i] >= 0)
-			close(perr[i]);
-	}
-	free(envp);
-	return r;
 }

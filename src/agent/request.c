@@ -9,6 +9,7 @@
 #include "agent/request.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,28 @@ static const struct field ctx_pool_fields[] = {
 	{NULL, 0, 0},
 };
 
+static const struct field cmd_start_fields[] = {
+	{"id", T_STRING, F_REQ},   {"cmd", T_STRING, F_REQ}, {"env", T_OBJECT, 0},
+	{"cwd", T_PATH, 0},        {"timeout_ms", T_UINT, 0},
+	{NULL, 0, 0},
+};
+static const struct field cmd_kill_fields[] = {
+	{"id", T_STRING, F_REQ},
+	{"signal", T_STRING, 0},
+	{NULL, 0, 0},
+};
+static const struct field cmd_output_fields[] = {
+	{"id", T_STRING, F_REQ},       {"stdout_offset", T_UINT, 0}, {"stderr_offset", T_UINT, 0},
+	{"max_bytes", T_UINT, 0},      {"wait_ms", T_UINT, 0},
+	{NULL, 0, 0},
+};
+static const struct field cmd_stdin_fields[] = {
+	{"id", T_STRING, F_REQ},
+	{"eof", T_BOOL, 0},
+	{"timeout_ms", T_UINT, 0},
+	{NULL, 0, 0},
+};
+
 static const struct op_spec ops[] = {
 	{"restore", AGENT_OP_RESTORE, restore_fields},
 	{"exec", AGENT_OP_EXEC, exec_fields},
@@ -104,6 +127,20 @@ static const struct op_spec ops[] = {
 	{"context_restart", AGENT_OP_CONTEXT_RESTART, ctx_id_fields},
 	{"context_list", AGENT_OP_CONTEXT_LIST, no_fields},
 	{"context_pool", AGENT_OP_CONTEXT_POOL, ctx_pool_fields},
+	{"command_start", AGENT_OP_COMMAND_START, cmd_start_fields},
+	{"command_list", AGENT_OP_COMMAND_LIST, no_fields},
+	{"command_kill", AGENT_OP_COMMAND_KILL, cmd_kill_fields},
+	{"command_output", AGENT_OP_COMMAND_OUTPUT, cmd_output_fields},
+	{"command_stdin", AGENT_OP_COMMAND_STDIN, cmd_stdin_fields},
+};
+
+/* Signals command_kill may send, by name. */
+static const struct {
+	const char *name;
+	int sig;
+} signals[] = {
+	{"SIGKILL", SIGKILL}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
+	{"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},
 };
 
 const char *agent_op_name(enum agent_op op)
@@ -282,6 +319,40 @@ static int parse_uint_max(json_t *v, const char *name, uint64_t max, uint64_t *o
 	return 0;
 }
 
+/* The command ops' fields (the exec fields they share are parsed by
+ * fill_exec). */
+static int fill_command(json_t *root, struct agent_req *r, char *err, size_t errlen)
+{
+	json_t *v;
+	int e;
+	if ((v = get(root, "id")) && (e = parse_ctx_id(v, r, err, errlen)) < 0)
+		return e;
+	r->signal = SIGKILL;
+	if ((v = get(root, "signal"))) {
+		size_t i = 0, n = sizeof(signals) / sizeof(signals[0]);
+		while (i < n && strcmp(signals[i].name, json_string_value(v)) != 0)
+			i++;
+		if (i == n)
+			return fail(err, errlen, -EINVAL,
+				    "signal: one of SIGKILL SIGTERM SIGINT SIGHUP SIGQUIT "
+				    "SIGUSR1 SIGUSR2");
+		r->signal = signals[i].sig;
+	}
+	r->eof = (v = get(root, "eof")) ? json_is_true(v) : 0;
+	if ((e = parse_uint_max(get(root, "stdout_offset"), "stdout_offset", UINT64_MAX / 2,
+				&r->offset[0], err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "stderr_offset"), "stderr_offset", UINT64_MAX / 2,
+				&r->offset[1], err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "max_bytes"), "max_bytes", AGENT_REQ_OUTPUT_CAP_MAX,
+				&r->max_bytes, err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "wait_ms"), "wait_ms", AGENT_REQ_WAIT_MAX_MS,
+				&r->wait_ms, err, errlen)) < 0 ||
+	    (e = parse_uint_max(get(root, "timeout_ms"), "timeout_ms", AGENT_REQ_TIMEOUT_MAX_MS,
+				&r->timeout_ms, err, errlen)) < 0)
+		return e;
+	return 0;
+}
+
 /* The context ops' fields. */
 static int fill_context(const struct op_spec *sp, json_t *root, struct agent_req *r, char *err,
 			size_t errlen)
@@ -312,6 +383,34 @@ static int fill_context(const struct op_spec *sp, json_t *root, struct agent_req
 				&r->pool_kernels, err, errlen)) < 0)
 		return e;
 	return 0;
+}
+
+/* The fields of exec, and of command_start (cmd, cwd, env, timeout_ms):
+ * those absent from the op's field list are absent from root. */
+static int fill_exec(json_t *root, struct agent_req *r, char *err, size_t errlen)
+{
+	json_t *v = get(root, "cmd");
+	if (json_string_length(v) > AGENT_REQ_CMD_MAX)
+		return fail(err, errlen, -E2BIG, "cmd: longer than %u bytes", AGENT_REQ_CMD_MAX);
+	if (memchr(json_string_value(v), '\0', json_string_length(v)))
+		return fail(err, errlen, -EINVAL, "cmd: contains NUL");
+	if (!(r->cmd = dup_string(v)))
+		return -ENOMEM;
+	if ((v = get(root, "cwd")) && !(r->cwd = dup_string(v)))
+		return -ENOMEM;
+	if ((v = get(root, "env"))) {
+		int e = parse_env(v, r, err, errlen);
+		if (e < 0)
+			return e;
+	}
+	int e = parse_uint_max(get(root, "timeout_ms"), "timeout_ms", AGENT_REQ_TIMEOUT_MAX_MS,
+			       &r->timeout_ms, err, errlen);
+	if (e < 0)
+		return e;
+	r->want_stdin = (v = get(root, "stdin")) ? json_is_true(v) : 0;
+	r->output_cap = AGENT_REQ_OUTPUT_CAP_DEFAULT;
+	return parse_uint_max(get(root, "output_cap"), "output_cap", AGENT_REQ_OUTPUT_CAP_MAX,
+			      &r->output_cap, err, errlen);
 }
 
 /* Fill r from the checked object root for op spec sp. */
@@ -347,38 +446,8 @@ static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, cha
 		}
 		return 0;
 	}
-	case AGENT_OP_EXEC: {
-		v = get(root, "cmd");
-		if (json_string_length(v) > AGENT_REQ_CMD_MAX)
-			return fail(err, errlen, -E2BIG, "cmd: longer than %u bytes",
-				    AGENT_REQ_CMD_MAX);
-		if (memchr(json_string_value(v), '\0', json_string_length(v)))
-			return fail(err, errlen, -EINVAL, "cmd: contains NUL");
-		if (!(r->cmd = dup_string(v)))
-			return -ENOMEM;
-		if ((v = get(root, "cwd")) && !(r->cwd = dup_string(v)))
-			return -ENOMEM;
-		if ((v = get(root, "env"))) {
-			int e = parse_env(v, r, err, errlen);
-			if (e < 0)
-				return e;
-		}
-		if ((v = get(root, "timeout_ms"))) {
-			if ((uint64_t)json_integer_value(v) > AGENT_REQ_TIMEOUT_MAX_MS)
-				return fail(err, errlen, -EINVAL, "timeout_ms: above %llu",
-					    (unsigned long long)AGENT_REQ_TIMEOUT_MAX_MS);
-			r->timeout_ms = (uint64_t)json_integer_value(v);
-		}
-		r->want_stdin = (v = get(root, "stdin")) ? json_is_true(v) : 0;
-		r->output_cap = AGENT_REQ_OUTPUT_CAP_DEFAULT;
-		if ((v = get(root, "output_cap"))) {
-			if ((uint64_t)json_integer_value(v) > AGENT_REQ_OUTPUT_CAP_MAX)
-				return fail(err, errlen, -EINVAL, "output_cap: above %llu",
-					    (unsigned long long)AGENT_REQ_OUTPUT_CAP_MAX);
-			r->output_cap = (uint64_t)json_integer_value(v);
-		}
-		return 0;
-	}
+	case AGENT_OP_EXEC:
+		return fill_exec(root, r, err, errlen);
 	case AGENT_OP_FILE_WRITE:
 	case AGENT_OP_MKDIR:
 		r->mode = sp->op == AGENT_OP_MKDIR ? 0755 : 0644;
@@ -400,6 +469,15 @@ static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, cha
 	case AGENT_OP_CONTEXT_LIST:
 	case AGENT_OP_CONTEXT_POOL:
 		return fill_context(sp, root, r, err, errlen);
+	case AGENT_OP_COMMAND_START: {
+		int e = fill_exec(root, r, err, errlen);
+		return e < 0 ? e : fill_command(root, r, err, errlen);
+	}
+	case AGENT_OP_COMMAND_LIST:
+	case AGENT_OP_COMMAND_KILL:
+	case AGENT_OP_COMMAND_OUTPUT:
+	case AGENT_OP_COMMAND_STDIN:
+		return fill_command(root, r, err, errlen);
 	default:
 		return 0;
 	}

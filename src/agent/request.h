@@ -32,7 +32,12 @@ enum agent_op {
 	AGENT_OP_CONTEXT_RESTART,
 	AGENT_OP_CONTEXT_LIST,
 	AGENT_OP_CONTEXT_POOL,
-	AGENT_OP_LAST = AGENT_OP_CONTEXT_POOL,
+	AGENT_OP_COMMAND_START,
+	AGENT_OP_COMMAND_LIST,
+	AGENT_OP_COMMAND_KILL,
+	AGENT_OP_COMMAND_OUTPUT,
+	AGENT_OP_COMMAND_STDIN,
+	AGENT_OP_LAST = AGENT_OP_COMMAND_STDIN,
 };
 
 /* Longest exec command, bytes without the NUL: one argv string of
@@ -58,6 +63,8 @@ enum agent_op {
 #define AGENT_REQ_IDLE_MAX_MS AGENT_REQ_TIMEOUT_MAX_MS
 /* context_pool: most warm kernels (kernel.h's KERNEL_POOL_MAX). */
 #define AGENT_REQ_POOL_KERNELS_MAX 8u
+/* command_output: longest wait for new output, ms. */
+#define AGENT_REQ_WAIT_MAX_MS (10u * 60u * 1000u)
 
 /* A validated request.  Strings and env are owned (free with
  * agent_req_free); fields not used by the op are zero / NULL. */
@@ -81,12 +88,22 @@ struct agent_req {
 	uint64_t wall_clock_ns; /* CLOCK_REALTIME to set, ns since the epoch */
 	uint8_t entropy[AGENT_REQ_ENTROPY_BYTES];
 	char *pip_index_url;    /* checked (common/pip_index.h), or NULL */
-	/* context_* (cwd, env, timeout_ms and output_cap above apply too) */
-	char *ctx_id;           /* 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-] */
+	/* context_* (cwd, env, timeout_ms and output_cap above apply too) and
+	 * command_* (cmd, env, cwd, timeout_ms above apply too) */
+	char *ctx_id;           /* 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-]:
+	                         * a context's or a command's id */
 	char *code;             /* context_run, context_pool (warm-up); NUL-free */
 	size_t code_len;        /* bytes of code without the NUL */
 	uint64_t idle_timeout_ms; /* context_create: reap after this idle; 0 default */
 	uint64_t pool_kernels;  /* context_pool: warm kernels to keep; 0 default (1) */
+	/* command_kill */
+	int signal;             /* SIGKILL unless named ("SIGTERM", ...) */
+	/* command_output */
+	uint64_t offset[2];     /* stdout_offset, stderr_offset: bytes already read */
+	uint64_t max_bytes;     /* per channel; 0: all that is kept */
+	uint64_t wait_ms;       /* wait this long for output or the end; 0: answer now */
+	/* command_stdin */
+	int eof;                /* close the command's stdin after these bytes */
 };
 
 /*

@@ -258,6 +258,13 @@ static void open_stream(struct session *S, const struct proto_frame *f)
 	case AGENT_OP_MKDIR:
 		r = op_fs_start(s, &req);
 		break;
+	case AGENT_OP_COMMAND_START:
+	case AGENT_OP_COMMAND_LIST:
+	case AGENT_OP_COMMAND_KILL:
+	case AGENT_OP_COMMAND_OUTPUT:
+	case AGENT_OP_COMMAND_STDIN:
+		r = op_command_start(s, &req);
+		break;
 	default:
 		r = op_context_start(s, &req);
 		break;

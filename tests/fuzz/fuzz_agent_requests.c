@@ -26,7 +26,8 @@ static void check_accepted(const struct agent_req *r)
 		__builtin_trap();
 	if (r->cwd && (r->cwd[0] != '/' || strlen(r->cwd) > AGENT_REQ_PATH_MAX))
 		__builtin_trap();
-	if (r->op == AGENT_OP_EXEC && (!r->cmd || strlen(r->cmd) > AGENT_REQ_CMD_MAX))
+	if ((r->op == AGENT_OP_EXEC || r->op == AGENT_OP_COMMAND_START) &&
+	    (!r->cmd || strlen(r->cmd) > AGENT_REQ_CMD_MAX))
 		__builtin_trap();
 	if (r->nenv > AGENT_REQ_ENV_MAX_VARS || (r->nenv && r->env[r->nenv] != NULL))
 		__builtin_trap();
@@ -40,7 +41,8 @@ static void check_accepted(const struct agent_req *r)
 	if (file_op && !r->path)
 		__builtin_trap();
 	int ctx_op = r->op >= AGENT_OP_CONTEXT_CREATE && r->op <= AGENT_OP_LAST;
-	int needs_id = ctx_op && r->op != AGENT_OP_CONTEXT_LIST && r->op != AGENT_OP_CONTEXT_POOL;
+	int needs_id = ctx_op && r->op != AGENT_OP_CONTEXT_LIST && r->op != AGENT_OP_CONTEXT_POOL &&
+		       r->op != AGENT_OP_COMMAND_LIST;
 	if (needs_id && (!r->ctx_id || !r->ctx_id[0] || strlen(r->ctx_id) > AGENT_REQ_CTX_ID_MAX ||
 			 strspn(r->ctx_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					   "0123456789_-") != strlen(r->ctx_id)))
@@ -50,7 +52,9 @@ static void check_accepted(const struct agent_req *r)
 		__builtin_trap();
 	if (r->code && r->op == AGENT_OP_CONTEXT_POOL && r->code_len > AGENT_REQ_WARM_CODE_MAX)
 		__builtin_trap();
-	if (r->idle_timeout_ms > AGENT_REQ_IDLE_MAX_MS)
+	if (r->idle_timeout_ms > AGENT_REQ_IDLE_MAX_MS || r->wait_ms > AGENT_REQ_WAIT_MAX_MS)
+		__builtin_trap();
+	if (r->op == AGENT_OP_COMMAND_KILL && r->signal <= 0)
 		__builtin_trap();
 }
 
