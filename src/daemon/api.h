@@ -70,6 +70,14 @@ void api_exec(struct http_req *r);
  * (api_exec_stream.c). */
 void api_exec_stream(struct http_req *r);
 
+/* Background commands (api_commands.c, api_command_output.c):
+ * GET .../commands, POST .../commands/{cid}/kill, GET .../output,
+ * POST .../stdin.  The start is POST .../exec with "background": true. */
+void api_commands_list(struct http_req *r);
+void api_commands_kill(struct http_req *r);
+void api_commands_output(struct http_req *r);
+void api_commands_stdin(struct http_req *r);
+
 /* POST /v1/sandboxes/{id}/run_code: a one-shot python or shell snippet in
  * a fresh process (api_run_code.c). */
 void api_run_code(struct http_req *r);
@@ -230,5 +238,55 @@ int api_context_reply_missing(struct http_req *r, json_t *end);
 /* api_exec_timeout_ms - the timeout an exec body asks for, or the daemon's
  * default (0: none). */
 int64_t api_exec_timeout_ms(struct http_req *r, const struct exec_body *b);
+
+/* Background command ids: "cmd_" + API_CMD_ID_HEX lowercase hex digits. */
+#define API_CMD_ID_HEX 20
+/* Bytes of a command line an API command object shows (the agent's cap). */
+#define API_COMMAND_CMD_SHOWN 4096
+/* Bounds on what a guest's command object may say: wall-clock ms (year
+ * 9999), byte counts (2^53, exact in every JSON reader). */
+#define API_COMMAND_MS_MAX 253402300799999LL
+#define API_COMMAND_BYTES_MAX (1LL << 53)
+/* Most commands a listing shows (the agent keeps 32). */
+#define API_COMMANDS_LISTED 64
+
+/* api_command_id_valid - 1 if s has the form of a command id.  Pure. */
+int api_command_id_valid(const char *s);
+
+/*
+ * api_command_json - the API's command object from the agent's (g, guest
+ * data, may be anything): {"id", "pid", "cmd", "cwd", "started_at",
+ * "running", "ended_at", "exit_code", "signal", "timed_out",
+ * "stdout_bytes", "stderr_bytes", "stdin_open"}, only fields of the right
+ * type and range (else null), strings valid UTF-8 within their caps.  New
+ * reference, or NULL when g has no valid command id (or ENOMEM).  Pure.
+ */
+json_t *api_command_json(json_t *g);
+
+/*
+ * api_command_start - POST .../exec with "background": true: start b
+ * (borrowed) on sb as a background command, with a timeout only when b
+ * asked for one; answer 201 with its command object.
+ */
+void api_command_start(struct http_req *r, struct sbx *sb, const struct exec_body *b);
+
+/* api_command_check_cid - 1 if r->params[1] is a command id, else answers
+ * 404 command_not_found and returns 0. */
+int api_command_check_cid(struct http_req *r);
+
+/*
+ * api_command_reply_error - if res (an agent END or ERROR object, may be
+ * NULL) reports a failure, answer it with the command routes' codes
+ * (ENOENT: command_not_found naming r->params[1]; EMFILE:
+ * too_many_commands; EBUSY: command_busy; others as api_agent_error) and
+ * return 1; else 0.
+ */
+int api_command_reply_error(struct http_req *r, json_t *res);
+
+/* api_command_reply - the answer to a call (e, res) whose END is a command
+ * object: status with api_command_json, or the failure (what names the
+ * call in messages). */
+void api_command_reply(struct http_req *r, struct sbx *sb, int e, json_t *res,
+		       unsigned status, const char *what);
 
 #endif

@@ -68,7 +68,10 @@ void api_exec(struct http_req *r)
 	struct sbx *sb = api_exec_begin(r, &b);
 	if (!sb)
 		return;
-	api_exec_run(r, sb, &b, api_exec_timeout_ms(r, &b));
+	if (b.background)
+		api_command_start(r, sb, &b);
+	else
+		api_exec_run(r, sb, &b, api_exec_timeout_ms(r, &b));
 	exec_body_clear(&b);
 	sbx_release(sb);
 }

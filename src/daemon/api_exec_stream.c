@@ -118,6 +118,14 @@ void api_exec_stream(struct http_req *r)
 	struct sbx *sb = api_exec_begin(r, &b);
 	if (!sb)
 		return;
+	if (b.background) {
+		http_reply_error(r, API_ERR_INVALID_FIELD,
+				 "field 'background' is for POST .../exec; read a background "
+				 "command's output with GET .../commands/{cid}/output");
+		exec_body_clear(&b);
+		sbx_release(sb);
+		return;
+	}
 	struct exec_sse *x = calloc(1, sizeof(*x));
 	int64_t t0 = util_now_ms();
 	int e = x ? api_exec_open(r, sb, &b, api_exec_timeout_ms(r, &b), 0, &x->s.x) : -ENOMEM;

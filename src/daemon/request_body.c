@@ -370,7 +370,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		    struct exec_body *out, struct body_error *err)
 {
 	static const char *const fields[] = {"cmd", "timeout_seconds", "env", "cwd", "stdin",
-					     NULL};
+					     "background", NULL};
 	memset(out, 0, sizeof(*out));
 	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
@@ -388,6 +388,12 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	if (!r)
 		r = get_string(root, "stdin", BODY_STDIN_MAX, 0, &out->stdin_data, &out->stdin_len,
 			       err);
+	if (!r)
+		r = get_bool(root, "background", 0, &out->background, err);
+	if (!r && out->background && out->stdin_data)
+		r = fail(err, API_ERR_INVALID_FIELD,
+			 "field 'stdin' does not go with 'background': write to the command's "
+			 "stdin with POST .../commands/{cid}/stdin");
 	if (r)
 		exec_body_clear(out);
 	return r;
@@ -568,6 +574,92 @@ int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, 
 }
 
 void code_body_clear(struct code_body *b)
+{
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_uint_query(const char *name, const char *value, uint64_t dflt, uint64_t max,
+			  uint64_t *out, struct body_error *err)
+{
+	if (!value) {
+		*out = dflt;
+		return 0;
+	}
+	uint64_t v = 0;
+	size_t n = strlen(value);
+	if (n == 0 || n > 20)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		if (value[i] < '0' || value[i] > '9')
+			goto bad;
+		unsigned d = (unsigned)(value[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			goto bad;
+		v = v * 10 + d;
+	}
+	if (v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return fail(err, API_ERR_INVALID_QUERY,
+		    "query parameter '%.32s' must be a whole number from 0 to %llu", name,
+		    (unsigned long long)max);
+}
+
+/* The signals a background command may be sent by name. */
+static const char *const command_signals[] = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP",
+					      "SIGQUIT", "SIGUSR1", "SIGUSR2", NULL};
+
+int body_parse_command_kill(const char *buf, size_t len, struct command_kill_body *out,
+			    struct body_error *err)
+{
+	static const char *const fields[] = {"signal", NULL};
+	memset(out, 0, sizeof(*out));
+	out->signal = command_signals[0];
+	if (len == 0)
+		return 0;
+	json_t *root = open_body(buf, len, fields, err);
+	if (!root)
+		return -EINVAL;
+	const char *sig = NULL;
+	int r = get_string(root, "signal", 16, 0, &sig, NULL, err);
+	if (!r && sig) {
+		out->signal = NULL;
+		for (size_t i = 0; command_signals[i]; i++)
+			if (!strcmp(sig, command_signals[i]))
+				out->signal = command_signals[i];
+		if (!out->signal) {
+			out->signal = command_signals[0];
+			r = fail(err, API_ERR_INVALID_FIELD,
+				 "field 'signal' must be one of SIGKILL, SIGTERM, SIGINT, SIGHUP, "
+				 "SIGQUIT, SIGUSR1, SIGUSR2");
+		}
+	}
+	json_decref(root);
+	return r;
+}
+
+int body_parse_command_stdin(const char *buf, size_t len, struct command_stdin_body *out,
+			     struct body_error *err)
+{
+	static const char *const fields[] = {"data", "eof", NULL};
+	memset(out, 0, sizeof(*out));
+	json_t *root = out->root = open_body(buf, len, fields, err);
+	if (!root)
+		return -EINVAL;
+	int r = get_string(root, "data", BODY_STDIN_MAX, 0, &out->data, &out->len, err);
+	if (!r)
+		r = get_bool(root, "eof", 0, &out->eof, err);
+	if (!r && !out->data && !out->eof)
+		r = fail(err, API_ERR_MISSING_FIELD, "field 'data' is required unless 'eof' is true");
+	if (r)
+		command_stdin_body_clear(out);
+	return r;
+}
+
+void command_stdin_body_clear(struct command_stdin_body *b)
 {
 	json_decref(b->root);
 	memset(b, 0, sizeof(*b));

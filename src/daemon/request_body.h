@@ -66,6 +66,21 @@ struct exec_body {
 	const char *cwd;      /* NULL when absent */
 	const char *stdin_data; /* NULL when absent */
 	size_t stdin_len;
+	int background;       /* "background": true: start and answer at once
+			       * (exec only; never with stdin) */
+};
+
+/* POST .../commands/{cid}/kill (the body is optional) */
+struct command_kill_body {
+	const char *signal;   /* a static name: "SIGKILL" (default), "SIGTERM", ... */
+};
+
+/* POST .../commands/{cid}/stdin */
+struct command_stdin_body {
+	json_t *root;
+	const char *data;     /* NULL when absent (then eof is set) */
+	size_t len;
+	int eof;              /* close the command's stdin after data */
 };
 
 /* POST /v1/sandboxes/{id}/contexts (language is checked: "python") */
@@ -139,6 +154,16 @@ void mkdir_body_clear(struct mkdir_body *b);
 
 int body_parse_build(const char *buf, size_t len, struct build_body *out, struct body_error *err);
 
+/* body_parse_command_kill accepts an empty body (SIGKILL). */
+int body_parse_command_kill(const char *buf, size_t len, struct command_kill_body *out,
+			    struct body_error *err);
+
+/* body_parse_command_stdin: "data" (a string, at most BODY_STDIN_MAX bytes)
+ * and "eof"; one of them is required. */
+int body_parse_command_stdin(const char *buf, size_t len, struct command_stdin_body *out,
+			     struct body_error *err);
+void command_stdin_body_clear(struct command_stdin_body *b);
+
 /* body_parse_empty - a body that carries nothing (interrupt, restart): empty
  * or {}.  0, or -EINVAL with err (invalid_json, unknown_field). */
 int body_parse_empty(const char *buf, size_t len, struct body_error *err);
@@ -162,5 +187,13 @@ int body_check_name(const char *s);
  */
 int body_parse_bool_query(const char *name, const char *value, int dflt, int *out,
 			  struct body_error *err);
+
+/*
+ * body_parse_uint_query - a whole-number query parameter: NULL gives dflt;
+ * otherwise 1-20 decimal digits with a value of at most max.  Returns 0 or
+ * -EINVAL with err (invalid_query).
+ */
+int body_parse_uint_query(const char *name, const char *value, uint64_t dflt, uint64_t max,
+			  uint64_t *out, struct body_error *err);
 
 #endif

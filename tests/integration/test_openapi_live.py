@@ -22,6 +22,7 @@ from conftest import (DAEMON, ROOT, Daemon, Response, create_sandbox, read_sse, 
 SPEC = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
 FAKE_SBX = "sbx_0123456789abcdef0123"
 FAKE_CTX = "ctx_0123456789abcdef0123"
+FAKE_CMD = "cmd_0123456789abcdef0123"
 
 # (method, pattern, status) of every answer checked, for the last test
 CHECKED = set()
@@ -285,11 +286,12 @@ def test_error_answers_of_sandbox_routes_without_a_sandbox(no_vm):
     d = no_vm
     bodies = {"exec": {"cmd": "true"}, "exec_stream": {"cmd": "true"}, "run_code": {"code": "1"},
               "contexts": {}, "run_code_stream": {"code": "1"}, "mkdir": {"path": "/x"},
-              "ttl": {"ttl_seconds": 60}}
+              "ttl": {"ttl_seconds": 60}, "stdin": {"data": "x"}}
     for method, pattern in documented_routes():
         if not pattern.startswith("/v1/sandboxes/{id}"):
             continue
-        path = pattern.replace("{id}", FAKE_SBX).replace("{ctx}", FAKE_CTX)
+        path = (pattern.replace("{id}", FAKE_SBX).replace("{ctx}", FAKE_CTX)
+                .replace("{cid}", FAKE_CMD))
         last = pattern.rsplit("/", 1)[1]
         query = "?path=/x" if "/fs" in pattern and last != "mkdir" else ""
         body = bodies.get(last) if method == "POST" else (b"data" if method == "PUT" else None)
@@ -370,6 +372,24 @@ def test_sandbox_exec_and_run_code(vm_daemon, sbx, template):
     assert names[0] == "started" and names[-1] == "exit" and {"stdout", "stderr"} <= set(names)
     check(d.request("POST", f"{base}/exec_stream", {"cmd": "true", "cwd": "/no/such/dir"}),
           "POST", es, 404)
+
+
+def test_background_commands(vm_daemon, sbx):
+    d, base = vm_daemon, f"/v1/sandboxes/{sbx['id']}"
+    P = "/v1/sandboxes/{id}/commands"
+    r = check(d.request("POST", f"{base}/exec", {"cmd": "cat; echo bye", "background": True}),
+              "POST", "/v1/sandboxes/{id}/exec", 201)
+    cid = r.json()["id"]
+    check(d.request("GET", f"{base}/commands"), "GET", P, 200)
+    r = check(d.request("POST", f"{base}/commands/{cid}/stdin", {"data": "hi\n", "eof": True}),
+              "POST", P + "/{cid}/stdin", 200)
+    assert r.json()["written"] == 3
+    check(d.request("POST", f"{base}/commands/{cid}/stdin", {"eof": 1}), "POST", P + "/{cid}/stdin", 400)
+    r = check(d.request("GET", f"{base}/commands/{cid}/output?wait_seconds=10"),
+              "GET", P + "/{cid}/output", 200)
+    check(d.request("GET", f"{base}/commands/{cid}/output?colour=red"), "GET", P + "/{cid}/output", 400)
+    check(d.request("POST", f"{base}/commands/{cid}/kill", {}), "POST", P + "/{cid}/kill", 200)
+    check(d.request("POST", f"{base}/commands/{FAKE_CMD}/kill", {}), "POST", P + "/{cid}/kill", 404)
 
 
 def test_files(vm_daemon, sbx):

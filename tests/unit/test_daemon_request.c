@@ -386,6 +386,119 @@ static void context_ids(void **state)
 	json_decref(frame);
 }
 
+static void command_bodies_and_ids(void **state)
+{
+	(void)state;
+	struct body_error e = {0};
+	struct exec_body x;
+	assert_int_equal(body_parse_exec(S("{\"cmd\": \"sleep 9\", \"background\": true}"), &lim,
+					 &x, &e),
+			 0);
+	assert_true(x.background);
+	assert_false(x.has_timeout);
+	exec_body_clear(&x);
+	assert_int_equal(body_parse_exec(S("{\"cmd\": \"cat\", \"background\": true, "
+					   "\"stdin\": \"x\"}"),
+					 &lim, &x, &e),
+			 -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
+	assert_int_equal(body_parse_exec(S("{\"cmd\": \"ls\", \"background\": 1}"), &lim, &x,
+					 &e),
+			 -EINVAL);
+
+	struct command_kill_body k;
+	assert_int_equal(body_parse_command_kill(NULL, 0, &k, &e), 0);
+	assert_string_equal(k.signal, "SIGKILL");
+	assert_int_equal(body_parse_command_kill(S("{\"signal\": \"SIGTERM\"}"), &k, &e), 0);
+	assert_string_equal(k.signal, "SIGTERM");
+	assert_int_equal(body_parse_command_kill(S("{\"signal\": \"SIGSTOP\"}"), &k, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
+	assert_int_equal(body_parse_command_kill(S("{\"sig\": \"SIGTERM\"}"), &k, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "unknown_field");
+
+	struct command_stdin_body in;
+	assert_int_equal(body_parse_command_stdin(S("{\"data\": \"hi\\n\"}"), &in, &e), 0);
+	assert_int_equal(in.len, 3);
+	assert_false(in.eof);
+	command_stdin_body_clear(&in);
+	assert_int_equal(body_parse_command_stdin(S("{\"eof\": true}"), &in, &e), 0);
+	assert_null(in.data);
+	assert_true(in.eof);
+	command_stdin_body_clear(&in);
+	assert_int_equal(body_parse_command_stdin(S("{}"), &in, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "missing_field");
+	assert_int_equal(body_parse_command_stdin(S("{\"data\": 5}"), &in, &e), -EINVAL);
+
+	uint64_t v;
+	assert_int_equal(body_parse_uint_query("n", NULL, 7, 10, &v, &e), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(body_parse_uint_query("n", "10", 0, 10, &v, &e), 0);
+	assert_int_equal(v, 10);
+	static const char *const bad[] = {"11", "-1", "", "1.5", "0x1", "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(body_parse_uint_query("n", bad[i], 0, 10, &v, &e), -EINVAL);
+		assert_string_equal(api_errors_code(e.code), "invalid_query");
+	}
+	assert_int_equal(body_parse_uint_query("n", "18446744073709551615", 0, UINT64_MAX, &v, &e),
+			 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(body_parse_uint_query("n", "18446744073709551616", 0, UINT64_MAX, &v, &e),
+			 -EINVAL);
+
+	assert_true(api_command_id_valid("cmd_0123456789abcdef0123"));
+	assert_false(api_command_id_valid("cmd_0123456789abcdef012"));
+	assert_false(api_command_id_valid("ctx_0123456789abcdef0123"));
+	assert_false(api_command_id_valid("cmd_0123456789ABCDEF0123"));
+}
+
+/* api_command_json keeps what is well-formed and nothing else. */
+static void command_json_from_guest(void **state)
+{
+	(void)state;
+	json_t *g = json_pack("{s:s, s:i, s:s, s:s, s:I, s:b, s:I, s:i, s:i, s:b, s:i, s:i, s:b, s:s}",
+			      "id", "cmd_0123456789abcdef0123", "pid", 42, "cmd", "sleep 1", "cwd",
+			      "/tmp", "started_at_ms", (json_int_t)1764612000000LL, "running", 0,
+			      "ended_at_ms", (json_int_t)1764612001000LL, "exit_code", 137, "signal",
+			      9, "timed_out", 0, "stdout_bytes", 5, "stderr_bytes", 0, "stdin_open",
+			      1, "extra", "x");
+	json_t *o = api_command_json(g);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "pid")), 42);
+	assert_int_equal(json_integer_value(json_object_get(o, "exit_code")), 137);
+	assert_int_equal(json_integer_value(json_object_get(o, "signal")), 9);
+	assert_string_equal(json_string_value(json_object_get(o, "started_at")),
+			    "2025-12-01T18:00:00.000Z");
+	assert_false(json_is_true(json_object_get(o, "stdin_open"))); /* not while ended */
+	assert_null(json_object_get(o, "extra"));
+	json_decref(o);
+	/* a hostile guest: wrong types, out of range, bad UTF-8, huge cmd */
+	char big[10000];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	big[0] = (char)0xff;
+	json_object_set_new(g, "pid", json_string("1"));
+	json_object_set_new(g, "exit_code", json_integer(100000));
+	json_object_set_new(g, "signal", json_integer(-3));
+	json_object_set_new(g, "started_at_ms", json_integer(-1));
+	json_object_set_new(g, "stdout_bytes", json_real(1.5));
+	json_object_set_new(g, "cmd", json_stringn_nocheck(big, sizeof(big) - 1));
+	o = api_command_json(g);
+	assert_non_null(o);
+	assert_true(json_is_null(json_object_get(o, "pid")));
+	assert_true(json_is_null(json_object_get(o, "exit_code")));
+	assert_true(json_is_null(json_object_get(o, "signal")));
+	assert_true(json_is_null(json_object_get(o, "started_at")));
+	assert_true(json_is_null(json_object_get(o, "stdout_bytes")));
+	const char *cmd = json_string_value(json_object_get(o, "cmd"));
+	assert_non_null(cmd);
+	assert_true(strlen(cmd) <= API_COMMAND_CMD_SHOWN + 2); /* U+FFFD for the bad byte */
+	json_decref(o);
+	json_object_set_new(g, "id", json_string("cmd_../../etc"));
+	assert_null(api_command_json(g));
+	json_decref(g);
+	assert_null(api_command_json(NULL));
+}
+
 static void routes(void **state)
 {
 	(void)state;
@@ -625,6 +738,8 @@ int main(void)
 		cmocka_unit_test(pip_index_setting), cmocka_unit_test(pool_sizes_setting),
 		cmocka_unit_test(agent_errors),      cmocka_unit_test(context_bodies),
 		cmocka_unit_test(code_bodies),       cmocka_unit_test(context_ids),
+		cmocka_unit_test(command_bodies_and_ids),
+		cmocka_unit_test(command_json_from_guest),
 		cmocka_unit_test(error_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
