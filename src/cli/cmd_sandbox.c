@@ -1,6 +1,7 @@
 /*
  * cmd_sandbox.c - `pandastack sandbox create|list|get|delete|set-ttl`, and
- * the group's table (exec and run-code are in cmd_sandbox_run.c).
+ * the group's table (exec and run-code are in cmd_sandbox_run.c, ps and
+ * kill-command in cmd_sandbox_commands.c).
  * Routes: docs/api.md, "POST/GET /v1/sandboxes", "GET/DELETE
  * /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/ttl".
  */
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_sandbox_commands.h"
 #include "cli/cmd_sandbox_run.h"
 #include "cli/output.h"
 
@@ -224,6 +226,8 @@ static const struct cli_cmd sandbox_cmds[] = {
 	{"set-ttl", &set_ttl_spec, run_set_ttl},
 	{"exec", &cmd_exec_spec, cmd_exec_run},
 	{"run-code", &cmd_run_code_spec, cmd_run_code_run},
+	{"ps", &cmd_ps_spec, cmd_ps_run},
+	{"kill-command", &cmd_kill_command_spec, cmd_kill_command_run},
 	{NULL, NULL, NULL},
 };
 

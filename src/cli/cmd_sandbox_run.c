@@ -55,12 +55,14 @@ static const struct arg_flag exec_flags[] = {
 	{"cwd", ARG_VALUE, 0, "DIR", "working directory in the sandbox (absolute)"},
 	{"env", ARG_REPEAT, 0, "K=V", "environment variable for this command"},
 	{"stdin", ARG_BOOL, 0, NULL, "send this program's standard input (text, at most 1 MiB)"},
+	{"background", ARG_BOOL, 0, NULL,
+	 "start it in the background and print its command id (no timeout unless --timeout)"},
 	{NULL, 0, 0, NULL, NULL},
 };
 
 const struct args_spec cmd_exec_spec = {
 	.path = "sandbox exec",
-	.usage = "ID [--timeout S] [--cwd DIR] [--env K=V]... [--stdin] [--] CMD...",
+	.usage = "ID [--timeout S] [--cwd DIR] [--env K=V]... [--stdin | --background] [--] CMD...",
 	.summary = "Run a shell command (/bin/sh -c CMD) in a sandbox and wait for it.",
 	.details =
 		"CMD is every word after \"--\" (or from the first word after ID that is not\n"
@@ -72,7 +74,11 @@ const struct args_spec cmd_exec_spec = {
 		"command did not run.  A timeout is reported on stderr.  With --json the API's\n"
 		"answer {stdout, stderr, exit_code, duration_ms, timed_out, ...} is printed\n"
 		"instead, and the exit code is still the command's.\n\n"
-		"Example:\n  pandastack sandbox exec \"$id\" --timeout 30 -- 'python -c \"print(2 + 2)\"'\n",
+		"With --background the command starts and keeps running (a dev server, a\n"
+		"training job): its id (cmd_...) is printed at once and the exit code is 0; see\n"
+		"`sandbox ps` and `sandbox kill-command`.\n\n"
+		"Example:\n  pandastack sandbox exec \"$id\" --timeout 30 -- 'python -c \"print(2 + 2)\"'\n"
+		"  cid=$(pandastack sandbox exec \"$id\" --background -- python3 -m http.server)\n",
 	.flags = exec_flags,
 	.positionals = id_pos,
 	.rest = "CMD",
@@ -143,6 +149,12 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 				json_object_set_new(body, "env", v);
 		}
 	}
+	if (!code && args_has(a, "background")) {
+		if (args_has(a, "stdin"))
+			code = cli_usage_error(ctx, "--stdin does not go with --background");
+		else
+			json_object_set_new(body, "background", json_true());
+	}
 	if (!code && args_has(a, "stdin")) {
 		code = read_stdin(ctx, &v);
 		if (!code)
@@ -156,6 +168,25 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 	return CLI_EXIT_OK;
 }
 
+/* The answer of a background start: its id (or the whole object with
+ * --json); exit 0. */
+static int show_started(struct cli_ctx *ctx, struct client_response *r)
+{
+	int code = CLI_EXIT_OK;
+	const char *id = json_string_value(json_object_get(r->json, "id"));
+	if (ctx->json) {
+		out_raw(r);
+	} else if (id) {
+		char clean[128];
+		printf("%s\n", out_sanitize(id, strlen(id), clean, sizeof(clean)));
+	} else {
+		out_error("error: bad_response: the answer has no command id");
+		code = CLI_EXIT_API;
+	}
+	client_response_clear(r);
+	return code;
+}
+
 int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 {
 	json_t *body;
@@ -167,6 +198,8 @@ int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 	json_decref(body);
 	if (code)
 		return code;
+	if (args_has(a, "background"))
+		return show_started(ctx, &r);
 	json_t *exit_code = json_object_get(r.json, "exit_code");
 	if (!json_is_integer(exit_code)) {
 		out_error("error: bad_response: the exec answer has no exit_code");

@@ -327,6 +327,29 @@ def test_exec_json_keeps_the_exit_code(api, run):
     assert json.loads(r.out)["stdout"] == "x\n"
 
 
+def test_exec_background_ps_and_kill_command(api, run):
+    cid = "cmd_0123456789abcdef0123"
+    cmd = {"id": cid, "pid": 42, "cmd": "sleep 9", "cwd": "/workspace",
+           "started_at": "2026-12-01T18:00:00.000Z", "running": True, "ended_at": None,
+           "exit_code": None, "signal": None, "timed_out": False, "stdout_bytes": 0,
+           "stderr_bytes": 0, "stdin_open": True}
+    api.route("POST", f"/v1/sandboxes/{SBX}/exec", reply(201, cmd))
+    r = run("sandbox", "exec", SBX, "--background", "--", "sleep", "9")
+    assert (r.code, r.out) == (0, (cid + "\n").encode()), r
+    assert api.only_request().json() == {"cmd": "sleep 9", "background": True}
+    r = run("sandbox", "exec", SBX, "--background", "--stdin", "--", "cat")
+    assert r.code == 2 and "--stdin" in r.stderr, r
+    api.requests.clear()
+    api.route("GET", f"/v1/sandboxes/{SBX}/commands", reply(200, {"commands": [cmd]}))
+    r = run("sandbox", "ps", SBX)
+    assert r.code == 0 and cid in r.stdout and "sleep 9" in r.stdout and "PID" in r.stdout, r
+    ended = dict(cmd, running=False, exit_code=143, signal=15)
+    api.route("POST", f"/v1/sandboxes/{SBX}/commands/{cid}/kill", reply(200, ended))
+    r = run("sandbox", "kill-command", SBX, cid, "--signal", "SIGTERM")
+    assert r.code == 0 and "exit_code: 143" in r.stdout, r
+    assert api.requests[-1].json() == {"signal": "SIGTERM"}
+
+
 def test_run_code(api, run):
     api.route("POST", f"/v1/sandboxes/{SBX}/run_code",
               reply(200, {"stdout": "42 84\n", "stderr": "", "results": [], "error": None}))

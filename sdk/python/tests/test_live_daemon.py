@@ -126,3 +126,14 @@ def test_context_cell_streamed_to_callbacks(sb):
         assert [r.text for r in results] == ["42"] and ex.text == "42" and ex.error is None
         ex = ctx.run_code("1/0", on_stderr=lambda s: None)
         assert ex.error.name == "ZeroDivisionError" and ex.exit_code == 1
+
+
+def test_background_command(sb):
+    job = sb.exec("for i in 1 2 3; do echo $i; sleep 1; done; exit 3", background=True)
+    assert job.info.running is True  # control: exec returned before the end
+    r = job.wait(timeout=120)
+    assert r.stdout == "1\n2\n3\n" and r.exit_code == 3 and job.info.running is False
+    sleeper = sb.exec("sleep 300", background=True)
+    assert sleeper.id in [c.id for c in sb.list_commands() if c.info.running]
+    assert sleeper.kill().running is False
+    assert sleeper.id not in [c.id for c in sb.list_commands() if c.info.running]

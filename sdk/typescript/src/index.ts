@@ -16,7 +16,10 @@ export type {
   ExecOptions,
   ExecStreamOptions,
   SandboxRunCodeOptions,
+  BackgroundExecOptions,
 } from "./sandbox.js";
+export { Command } from "./command.js";
+export type { CommandInfo, CommandOutput, CommandOutputOptions, CommandSignal } from "./command.js";
 export { CodeContext } from "./code_context.js";
 export type { CodeContextOptions, RunCodeOptions } from "./code_context.js";
 export { Execution, Result, ExecutionError } from "./execution.js";

@@ -13,6 +13,7 @@ import {
   runDeadlineMs,
   STREAM_IDLE_MIN_MS,
 } from "./code_context.js";
+import { Command, parseCommandInfo } from "./command.js";
 import { type ConnectionOptions, resolveConfig } from "./config.js";
 import { CommandFailed, ConnectionError, NotFoundError, apiError } from "./errors.js";
 import { Filesystem } from "./filesystem.js";
@@ -65,7 +66,18 @@ export interface ExecOptions {
   cwd?: string;
   /** Sent to the command's stdin, then EOF (at most 1 MiB). Default: no stdin. */
   stdin?: string;
+  /** `true`: start it in the background (see `BackgroundExecOptions`). */
+  background?: false;
   signal?: AbortSignal;
+}
+
+/**
+ * Options of `exec` with `background: true`: the command starts and `exec`
+ * resolves at once with a `Command`. No timeout applies unless `timeoutSeconds`
+ * is given; stdin is written with `Command.sendStdin`.
+ */
+export interface BackgroundExecOptions extends Omit<ExecOptions, "check" | "stdin" | "background"> {
+  background: true;
 }
 
 /** Options of `execStream`: those of `exec` plus the output callbacks. */
@@ -88,7 +100,7 @@ export interface SandboxRunCodeOptions {
 }
 
 
-function execBody(cmd: string, opts: ExecOptions): Record<string, unknown> {
+function execBody(cmd: string, opts: Pick<ExecOptions, "timeoutSeconds" | "env" | "cwd" | "stdin">): Record<string, unknown> {
   const body: Record<string, unknown> = { cmd };
   if (opts.timeoutSeconds !== undefined) body.timeout_seconds = opts.timeoutSeconds;
   if (opts.env !== undefined) body.env = opts.env;
@@ -214,9 +226,21 @@ export class Sandbox {
   /**
    * Runs `/bin/sh -c cmd` in the guest and resolves when it ends, with
    * `{stdout, stderr, exit_code, duration_ms, ...}`. A non-zero exit code is a
-   * normal result unless `check` is true (then CommandFailed).
+   * normal result unless `check` is true (then CommandFailed). With
+   * `background: true` it starts the command and resolves at once with a
+   * `Command` (`output()`, `wait()`, `kill()`, `sendStdin()`).
    */
-  async exec(cmd: string, opts: ExecOptions = {}): Promise<ExecResult> {
+  async exec(cmd: string, opts: BackgroundExecOptions): Promise<Command>;
+  async exec(cmd: string, opts?: ExecOptions): Promise<ExecResult>;
+  async exec(cmd: string, opts: ExecOptions | BackgroundExecOptions = {}): Promise<ExecResult | Command> {
+    if (opts.background === true) {
+      const body = execBody(cmd, opts);
+      body.background = true;
+      const info = parseCommandInfo(
+        await this.http.json({ method: "POST", path: `/v1/sandboxes/${seg(this.id)}/exec`, json: body, signal: opts.signal }),
+      );
+      return new Command(this.http, this.id, info);
+    }
     const raw = await this.http.json({
       method: "POST",
       path: `/v1/sandboxes/${seg(this.id)}/exec`,
@@ -227,6 +251,13 @@ export class Sandbox {
     const result = parseExecResult(raw);
     if (opts.check && result.exit_code !== 0) throw new CommandFailed(result);
     return result;
+  }
+
+  /** The sandbox's background commands (running, and the ended ones it still keeps), oldest first. */
+  async listCommands(opts: { signal?: AbortSignal } = {}): Promise<Command[]> {
+    const raw = await this.http.json({ method: "GET", path: `/v1/sandboxes/${seg(this.id)}/commands`, signal: opts.signal });
+    const items = isObject(raw) && Array.isArray(raw.commands) ? raw.commands : [];
+    return items.map((c) => new Command(this.http, this.id, parseCommandInfo(c)));
   }
 
   /**

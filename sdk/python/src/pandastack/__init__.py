@@ -19,14 +19,17 @@ whose https certificate the system does not trust) or set ``PANDASTACK_API_KEY``
 __version__ = "0.1.0"
 
 from .async_code_context import AsyncCodeContext  # noqa: E402
+from .async_command import AsyncCommand  # noqa: E402
 from .async_filesystem import AsyncFilesystem  # noqa: E402
 from .async_sandbox import AsyncSandbox  # noqa: E402
 from .code_context import CodeContext  # noqa: E402
+from .command import Command  # noqa: E402
 from .errors import (AuthenticationError, CommandFailed, ConnectionError,  # noqa: E402
                      NotFoundError, PandaStackError, RateLimitError, SandboxError, TimeoutError)
 from .filesystem import Filesystem  # noqa: E402
-from .models import (CodeContextInfo, DirListing, ExecResult, Execution,  # noqa: E402
-                     ExecutionError, FileEntry, Result, SandboxInfo, WriteInfo)
+from .models import (CodeContextInfo, CommandInfo, CommandOutput, DirListing,  # noqa: E402
+                     ExecResult, Execution, ExecutionError, FileEntry, Result, SandboxInfo,
+                     WriteInfo)
 from ._core import DEFAULT_API_URL  # noqa: E402
 from .sandbox import DEFAULT_TEMPLATE, Sandbox  # noqa: E402
 
@@ -40,6 +43,10 @@ __all__ = [
     "AsyncSandbox",
     "AsyncCodeContext",
     "AsyncFilesystem",
+    "Command",
+    "AsyncCommand",
+    "CommandInfo",
+    "CommandOutput",
     "ExecResult",
     "Execution",
     "ExecutionError",

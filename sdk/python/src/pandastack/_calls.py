@@ -17,8 +17,8 @@ from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequen
 
 from ._core import Body, Endpoint, Query, TimeoutArg, run_deadline
 from .errors import CommandFailed, PandaStackError
-from .models import (CodeContextInfo, DirListing, ExecResult, Execution, FileEntry, SandboxInfo,
-                     WriteInfo)
+from .models import (CodeContextInfo, CommandInfo, CommandOutput, DirListing, ExecResult,
+                     Execution, FileEntry, SandboxInfo, WriteInfo)
 
 T = TypeVar("T")
 
@@ -178,6 +178,81 @@ def exec_command(ep: Endpoint, path: str, cmd: str, timeout_seconds: Optional[fl
     body = exec_body(cmd, timeout_seconds, env, cwd, stdin)
     return Call("POST", path + "/exec", lambda doc: checked(ExecResult.from_json(doc), check),
                 json_body=body, timeout=run_deadline(ep, timeout_seconds), ok=(200,))
+
+
+def command_path(sandbox_id: str, command_id: str) -> str:
+    """The API path of a background command."""
+    return f"{sandbox_path(sandbox_id)}/commands/{quote(command_id)}"
+
+
+def start_command(path: str, cmd: str, timeout_seconds: Optional[float],
+                  env: Optional[Mapping[str, str]], cwd: Optional[str]) -> Call[CommandInfo]:
+    """POST .../exec with "background": true: start a command and return at
+    once. No timeout applies unless ``timeout_seconds`` is given."""
+    body = exec_body(cmd, timeout_seconds, env, cwd, None)
+    body["background"] = True
+    return Call("POST", path + "/exec", CommandInfo.from_json, json_body=body, ok=(201,))
+
+
+def _command_list(doc: Any) -> List[CommandInfo]:
+    items = doc.get("commands") if isinstance(doc, dict) else None
+    return [CommandInfo.from_json(c) for c in items] if isinstance(items, list) else []
+
+
+def list_commands(path: str) -> Call[List[CommandInfo]]:
+    """GET .../commands: the sandbox's background commands, oldest first."""
+    return Call("GET", path + "/commands", _command_list)
+
+
+# The signals a background command may be sent (docs/api.md).
+COMMAND_SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def kill_command(path: str, signal: str) -> Call[CommandInfo]:
+    """POST .../commands/{cid}/kill. Raises ValueError for another signal."""
+    if signal not in COMMAND_SIGNALS:
+        raise ValueError(f"signal must be one of {', '.join(COMMAND_SIGNALS)}, not {signal!r}")
+    return Call("POST", path + "/kill", CommandInfo.from_json, json_body={"signal": signal},
+                ok=(200,))
+
+
+# The longest wait the API accepts for one output read, seconds.
+OUTPUT_WAIT_MAX_S = 60
+
+
+def command_output(ep: Endpoint, path: str, stdout_offset: int, stderr_offset: int,
+                   wait_seconds: int, max_bytes: int) -> Call[CommandOutput]:
+    """GET .../commands/{cid}/output from the given offsets, waiting up to
+    ``wait_seconds`` (0 to 60) for something new."""
+    for name, v in (("stdout_offset", stdout_offset), ("stderr_offset", stderr_offset),
+                    ("wait_seconds", wait_seconds), ("max_bytes", max_bytes)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be an int >= 0, not {v!r}")
+    if wait_seconds > OUTPUT_WAIT_MAX_S:
+        raise ValueError(f"wait_seconds must be at most {OUTPUT_WAIT_MAX_S}")
+    q: Dict[str, Any] = {"stdout_offset": stdout_offset, "stderr_offset": stderr_offset}
+    if wait_seconds:
+        q["wait_seconds"] = wait_seconds
+    if max_bytes:
+        q["max_bytes"] = max_bytes
+    return Call("GET", path + "/output", CommandOutput.from_json, query=q,
+                timeout=run_deadline(ep, float(wait_seconds)) if wait_seconds else "default",
+                ok=(200,))
+
+
+def command_stdin(path: str, data: Optional[str], eof: bool) -> Call[int]:
+    """POST .../commands/{cid}/stdin; the result is the number of bytes
+    written."""
+    if data is not None and not isinstance(data, str):
+        raise TypeError("data must be a str")
+    body: Dict[str, Any] = {"eof": bool(eof)}
+    if data is not None:
+        body["data"] = data
+    elif not eof:
+        raise ValueError("give data, or eof=True")
+    return Call("POST", path + "/stdin",
+                lambda doc: doc.get("written", 0) if isinstance(doc, dict) else 0,
+                json_body=body, ok=(200,))
 
 
 def _event_stream(path: str, body: Dict[str, Any], ep: Endpoint) -> Call[None]:

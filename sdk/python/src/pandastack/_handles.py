@@ -1,15 +1,18 @@
 """What a blocking and an asyncio handle share that does no I/O: the state of
-a sandbox handle (:class:`SandboxHandle`, the base of Sandbox and AsyncSandbox)
-and of a code context handle (:class:`ContextHandle`, the base of CodeContext
-and AsyncCodeContext), and their read-only views. The subclasses add the
+a sandbox handle (:class:`SandboxHandle`, the base of Sandbox and AsyncSandbox),
+of a code context handle (:class:`ContextHandle`, the base of CodeContext
+and AsyncCodeContext) and of a background command handle (:class:`CommandHandle`,
+the base of Command and AsyncCommand, with the reader that follows its output),
+and their read-only views. The subclasses add the
 transport and the calls.
 """
 from __future__ import annotations
 
-from typing import Optional
+import time
+from typing import List, Optional
 
 from . import _calls
-from .models import CodeContextInfo, SandboxInfo
+from .models import CodeContextInfo, CommandInfo, CommandOutput, ExecResult, SandboxInfo
 
 
 class SandboxHandle:
@@ -61,3 +64,68 @@ class ContextHandle:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(id={self.id!r}, language={self.language!r}, "
                 f"sandbox_id={self.sandbox_id!r})")
+
+
+class CommandHandle:
+    """A background command as the client knows it.
+
+    Attributes:
+        id: the command id (``cmd_...``).
+        sandbox_id: the sandbox it runs in.
+        info: the last :class:`~pandastack.CommandInfo` the API returned.
+    """
+
+    def __init__(self, sandbox_id: str, info: CommandInfo) -> None:
+        self.sandbox_id = sandbox_id
+        self.id = info.id
+        self.info = info
+        self._path = _calls.command_path(sandbox_id, info.id)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(id={self.id!r}, cmd={self.info.cmd!r}, "
+                f"running={self.info.running!r})")
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The command's pid in the guest."""
+        return self.info.pid
+
+
+class OutputFollower:
+    """Reads a command's output by offset, read after read, into whole
+    stdout and stderr texts (pure: the caller does the reads)."""
+
+    def __init__(self) -> None:
+        self.stdout: List[str] = []
+        self.stderr: List[str] = []
+        self.stdout_offset = 0
+        self.stderr_offset = 0
+        self.last: Optional[CommandOutput] = None
+
+    def add(self, out: CommandOutput) -> bool:
+        """Take one read; True once the command ended and all was read."""
+        self.stdout.append(out.stdout)
+        self.stderr.append(out.stderr)
+        self.stdout_offset = max(self.stdout_offset, out.next_stdout_offset)
+        self.stderr_offset = max(self.stderr_offset, out.next_stderr_offset)
+        self.last = out
+        return out.complete
+
+    def result(self) -> ExecResult:
+        """What was read, as an ExecResult (``*_truncated``: the guest
+        dropped output that was not read in time)."""
+        c = self.last.command if self.last else CommandInfo(id="")
+        return ExecResult(stdout="".join(self.stdout), stderr="".join(self.stderr),
+                          exit_code=c.exit_code if c.exit_code is not None else -1,
+                          duration_ms=0, timed_out=c.timed_out, signal=c.signal,
+                          stdout_truncated=bool(self.last and self.last.stdout_dropped),
+                          stderr_truncated=bool(self.last and self.last.stderr_dropped))
+
+
+def wait_step(deadline: Optional[float]) -> int:
+    """The wait_seconds of the next read of a wait() with this deadline
+    (time.monotonic(), None: none): at most the API's limit, at least 1."""
+    if deadline is None:
+        return 30
+    left = deadline - time.monotonic()
+    return max(1, min(30, int(left) if left >= 1 else 1))

@@ -10,7 +10,8 @@ object pools, so many calls may be in flight at once from one event loop.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Literal, Mapping, Optional, Type, TypeVar, \
+    Union, overload
 
 from . import _calls
 from ._async_http import AsyncTransport
@@ -18,9 +19,10 @@ from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ._handles import SandboxHandle
 from ._streams import ExecStream
 from .async_code_context import AsyncCodeContext
+from .async_command import AsyncCommand
 from .async_filesystem import AsyncFilesystem
 from .errors import NotFoundError, PandaStackError
-from .models import ExecResult, SandboxInfo
+from .models import CommandInfo, ExecResult, SandboxInfo
 from .sandbox import DEFAULT_TEMPLATE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,12 +151,45 @@ class AsyncSandbox(SandboxHandle):
             pass
 
     # ---- commands -------------------------------------------------------------
+    @overload
     async def exec(self, cmd: str, timeout_seconds: Optional[float] = None,
                    check: bool = False, env: Optional[Mapping[str, str]] = None,
-                   cwd: Optional[str] = None, stdin: Optional[str] = None) -> ExecResult:
-        """Run ``/bin/sh -c cmd`` and wait for it, as :meth:`Sandbox.exec`."""
-        return await self._t.call(_calls.exec_command(self._t, self._path, cmd, timeout_seconds,
-                                                      check, env, cwd, stdin))
+                   cwd: Optional[str] = None, stdin: Optional[str] = None,
+                   background: Literal[False] = False) -> ExecResult: ...
+
+    @overload
+    async def exec(self, cmd: str, timeout_seconds: Optional[float] = None,
+                   check: bool = False, env: Optional[Mapping[str, str]] = None,
+                   cwd: Optional[str] = None, stdin: Optional[str] = None, *,
+                   background: Literal[True]) -> AsyncCommand: ...
+
+    async def exec(self, cmd: str, timeout_seconds: Optional[float] = None,
+                   check: bool = False, env: Optional[Mapping[str, str]] = None,
+                   cwd: Optional[str] = None, stdin: Optional[str] = None,
+                   background: bool = False) -> Union[ExecResult, AsyncCommand]:
+        """Run ``/bin/sh -c cmd`` and wait for it, as :meth:`Sandbox.exec`;
+        with ``background=True`` start it and return an :class:`AsyncCommand`
+        at once."""
+        if background:
+            if stdin is not None or check:
+                raise ValueError("background=True takes neither stdin (use send_stdin) nor check")
+            info = await self._t.call(_calls.start_command(self._path, cmd, timeout_seconds, env,
+                                                           cwd))
+            return AsyncCommand(self._t, self.id, info)
+        result: ExecResult = await self._t.call(_calls.exec_command(
+            self._t, self._path, cmd, timeout_seconds, check, env, cwd, stdin))
+        return result
+
+    async def list_commands(self) -> List[AsyncCommand]:
+        """The sandbox's background commands, as :meth:`Sandbox.list_commands`."""
+        return [AsyncCommand(self._t, self.id, i) for i in
+                await self._t.call(_calls.list_commands(self._path))]
+
+    async def get_command(self, command_id: str) -> AsyncCommand:
+        """A handle for a background command, as :meth:`Sandbox.get_command`."""
+        c = AsyncCommand(self._t, self.id, CommandInfo(id=command_id))
+        await c.output(max_bytes=1)
+        return c
 
     async def exec_stream(self, cmd: str, on_stdout: Optional[OutputCallback] = None,
                           on_stderr: Optional[OutputCallback] = None,

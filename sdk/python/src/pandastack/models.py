@@ -23,6 +23,8 @@ __all__ = [
     "WriteInfo",
     "DirListing",
     "CodeContextInfo",
+    "CommandInfo",
+    "CommandOutput",
 ]
 
 
@@ -421,3 +423,82 @@ class CodeContextInfo:
                    cwd=_opt_str(d, "cwd"), kernel=_opt_str(d, "kernel"),
                    language_version=_opt_str(d, "language_version"), busy=_bool(d, "busy"),
                    created_at=_opt_str(d, "created_at"))
+
+
+@dataclass(frozen=True)
+class CommandInfo:
+    """A background command as the API describes it (docs/api.md, "Command"):
+    ``id`` (``cmd_...``), ``pid`` (in the guest), ``cmd`` (its first 4096
+    bytes), ``cwd``, ``started_at`` / ``ended_at`` (ISO 8601), ``running``,
+    ``exit_code`` (``128 + N`` and ``signal`` N when signal N ended it; None
+    while it runs), ``timed_out``, ``stdout_bytes`` / ``stderr_bytes``
+    (written so far) and ``stdin_open``."""
+
+    id: str
+    pid: Optional[int] = None
+    cmd: str = ""
+    cwd: Optional[str] = None
+    started_at: Optional[str] = None
+    running: bool = False
+    ended_at: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    timed_out: bool = False
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdin_open: bool = False
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CommandInfo":
+        """Build from an API command object; never raises."""
+        if not isinstance(d, dict):
+            d = {}
+        return cls(id=_str(d, "id"), pid=_opt_int(d, "pid"), cmd=_str(d, "cmd"),
+                   cwd=_opt_str(d, "cwd"), started_at=_opt_str(d, "started_at"),
+                   running=_bool(d, "running"), ended_at=_opt_str(d, "ended_at"),
+                   exit_code=_opt_int(d, "exit_code"), signal=_opt_int(d, "signal"),
+                   timed_out=_bool(d, "timed_out"), stdout_bytes=_int(d, "stdout_bytes"),
+                   stderr_bytes=_int(d, "stderr_bytes"), stdin_open=_bool(d, "stdin_open"))
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """One read of a background command's output (docs/api.md,
+    ``GET .../commands/{cid}/output``): the text of each stream from
+    ``stdout_offset`` / ``stderr_offset`` (bytes; later than asked when the
+    guest dropped older output: ``*_dropped`` bytes), the offsets to read
+    from next, the bytes written so far (``*_total``) and the command."""
+
+    stdout: str = ""
+    stderr: str = ""
+    stdout_offset: int = 0
+    stderr_offset: int = 0
+    next_stdout_offset: int = 0
+    next_stderr_offset: int = 0
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+    stdout_total: int = 0
+    stderr_total: int = 0
+    command: CommandInfo = field(default_factory=lambda: CommandInfo(id=""))
+
+    @property
+    def complete(self) -> bool:
+        """True when the command ended and this read reached the end of both
+        streams."""
+        return (not self.command.running and self.next_stdout_offset >= self.stdout_total
+                and self.next_stderr_offset >= self.stderr_total)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "CommandOutput":
+        """Build from an API output object; never raises."""
+        if not isinstance(d, dict):
+            d = {}
+        return cls(stdout=_str(d, "stdout"), stderr=_str(d, "stderr"),
+                   stdout_offset=_int(d, "stdout_offset"),
+                   stderr_offset=_int(d, "stderr_offset"),
+                   next_stdout_offset=_int(d, "next_stdout_offset"),
+                   next_stderr_offset=_int(d, "next_stderr_offset"),
+                   stdout_dropped=_int(d, "stdout_dropped"),
+                   stderr_dropped=_int(d, "stderr_dropped"),
+                   stdout_total=_int(d, "stdout_total"), stderr_total=_int(d, "stderr_total"),
+                   command=CommandInfo.from_json(d.get("command")))

@@ -8,7 +8,8 @@ own connection).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, List, Literal, Mapping, Optional, Type, Union, \
+    overload
 
 from . import _calls
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
@@ -16,9 +17,10 @@ from ._handles import SandboxHandle
 from ._http import Transport
 from ._streams import ExecStream
 from .code_context import CodeContext
+from .command import Command
 from .errors import NotFoundError, PandaStackError
 from .filesystem import Filesystem
-from .models import ExecResult, SandboxInfo
+from .models import CommandInfo, ExecResult, SandboxInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     from types import TracebackType
@@ -160,10 +162,23 @@ class Sandbox(SandboxHandle):
             pass
 
     # ---- commands -------------------------------------------------------------
+    @overload
     def exec(self, cmd: str, timeout_seconds: Optional[float] = None, check: bool = False,
              env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
-             stdin: Optional[str] = None) -> ExecResult:
-        """Run ``/bin/sh -c cmd`` in the sandbox and wait for it to end.
+             stdin: Optional[str] = None, background: Literal[False] = False) -> ExecResult: ...
+
+    @overload
+    def exec(self, cmd: str, timeout_seconds: Optional[float] = None, check: bool = False,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+             stdin: Optional[str] = None, *, background: Literal[True]) -> Command: ...
+
+    def exec(self, cmd: str, timeout_seconds: Optional[float] = None, check: bool = False,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+             stdin: Optional[str] = None,
+             background: bool = False) -> Union[ExecResult, Command]:
+        """Run ``/bin/sh -c cmd`` in the sandbox and wait for it to end (or,
+        with ``background=True``, start it and return a :class:`Command` at
+        once).
 
         Args:
             cmd: the shell command.
@@ -174,15 +189,38 @@ class Sandbox(SandboxHandle):
             env: extra environment variables (win over the sandbox's).
             cwd: working directory (absolute); default ``/workspace``.
             stdin: text sent as the command's standard input, then EOF.
+            background: start the command and return a :class:`Command` handle
+                (``.output()``, ``.wait()``, ``.kill()``, ``.send_stdin()``) at
+                once; no timeout applies unless ``timeout_seconds`` is given.
+                Not with ``stdin`` or ``check``.
         Returns:
             ExecResult(stdout, stderr, exit_code, duration_ms, ...). A non-zero
-            exit is not an error unless ``check``.
+            exit is not an error unless ``check``. With ``background``: Command.
         Raises:
             CommandFailed (check=True), NotFoundError, SandboxError
             (``sandbox_not_running``, ...), TimeoutError, AuthenticationError.
         """
+        if background:
+            if stdin is not None or check:
+                raise ValueError("background=True takes neither stdin (use send_stdin) nor check")
+            info = self._t.call(_calls.start_command(self._path, cmd, timeout_seconds, env, cwd))
+            return Command(self._t, self.id, info)
         return self._t.call(_calls.exec_command(self._t, self._path, cmd, timeout_seconds, check,
                                                 env, cwd, stdin))
+
+    def list_commands(self) -> List[Command]:
+        """The sandbox's background commands (running, and the ended ones it
+        still keeps), oldest first."""
+        return [Command(self._t, self.id, i) for i in
+                self._t.call(_calls.list_commands(self._path))]
+
+    def get_command(self, command_id: str) -> Command:
+        """A handle for the background command ``command_id`` (as listed, or
+        from another client). Raises NotFoundError when the sandbox does not
+        keep it."""
+        c = Command(self._t, self.id, CommandInfo(id=command_id))
+        c.output(max_bytes=1)
+        return c
 
     def exec_stream(self, cmd: str, on_stdout: Optional[OutputCallback] = None,
                     on_stderr: Optional[OutputCallback] = None,
