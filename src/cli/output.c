@@ -22,8 +22,7 @@ char *out_sanitize(const char *s, size_t len, char *out, size_t cap)
 	for (size_t i = 0; s && i < len;) {
 		int n = utf8_seq_len(u + i, len - i);
 		size_t l = n > 0 ? (size_t)n : 0; /* 0: invalid or cut, one '?' per byte */
-		int bad = l == 0 || (l == 1 && (u[i] < 0x20 || u[i] == 0x7f)) ||
-			  (l == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0);
+		int bad = l == 0 || utf8_is_control(u + i, l);
 		size_t w = bad ? 1 : l;
 		if (o + w >= cap)
 			break;

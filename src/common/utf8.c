@@ -56,6 +56,32 @@ int utf8_valid(const void *s, size_t len)
 	return 1;
 }
 
+int utf8_is_control(const void *buf, size_t l)
+{
+	const uint8_t *s = buf;
+	if (l == 1)
+		return s[0] < 0x20 || s[0] == 0x7f;
+	if (l == 2)
+		return (s[0] == 0xc2 && s[1] < 0xa0) || (s[0] == 0xd8 && s[1] == 0x9c);
+	if (l == 3 && s[0] == 0xe2 && s[1] == 0x80)
+		return s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xaa && s[2] <= 0xae);
+	if (l == 3 && s[0] == 0xe2 && s[1] == 0x81)
+		return s[2] >= 0xa6 && s[2] <= 0xa9;
+	return 0;
+}
+
+int utf8_printable(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	for (size_t i = 0; i < len;) {
+		int l = utf8_seq_len(p + i, len - i);
+		if (l <= 0 || utf8_is_control(p + i, (size_t)l))
+			return 0;
+		i += (size_t)l;
+	}
+	return 1;
+}
+
 size_t utf8_incomplete_tail(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;

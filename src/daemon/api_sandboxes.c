@@ -55,7 +55,7 @@ static enum MHD_Result collect_filter(void *cls, enum MHD_ValueKind kind, const 
 	(void)kind;
 	if (!strcmp(key, "status") && value) {
 		f->status = value;
-	} else if (!strncmp(key, "metadata.", 9) && key[9] && value &&
+	} else if (!strncmp(key, "metadata.", 9) && body_meta_key_ok(key + 9) && value &&
 		   f->nmeta < MAX_META_FILTERS) {
 		f->meta_key[f->nmeta] = key + 9;
 		f->meta_val[f->nmeta++] = value;
@@ -94,6 +94,12 @@ void api_sandboxes_list(struct http_req *r)
 	if (f.nmeta == MAX_META_FILTERS && f.bad && !strncmp(f.bad, "metadata.", 9)) {
 		http_reply_error(r, API_ERR_INVALID_QUERY, "at most %d metadata filters",
 				 MAX_META_FILTERS);
+		return;
+	}
+	if (f.bad && !strncmp(f.bad, "metadata.", 9)) {
+		http_reply_error(r, API_ERR_INVALID_QUERY,
+				 "metadata filter '%.64s': KEY must be 1-%d characters of [A-Za-z0-9_.-]"
+				 " and a value is required", f.bad, BODY_META_KEY_MAX);
 		return;
 	}
 	if (f.bad) {

@@ -28,6 +28,8 @@ int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response
 					"default-src 'none'; frame-ancestors 'none'; sandbox");
 	if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
 		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->close_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ok != MHD_YES) {

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -201,10 +202,65 @@ static int url_had_nul(const char *url)
 	return hit;
 }
 
+struct header_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct header_count *c = cls;
+	(void)kind;
+	(void)value;
+	if (key && !strcasecmp(key, c->name))
+		c->n++;
+	return MHD_YES;
+}
+
+/* How many times the request carries header name (case-insensitive). */
+static unsigned header_count(struct http_req *r, const char *name)
+{
+	struct header_count c = {name, 0};
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_header, &c);
+	return c.n;
+}
+
+/*
+ * A request whose framing or identity is ambiguous: two Content-Length
+ * headers (libmicrohttpd reads the first; a proxy in front may have used the
+ * other: request smuggling), Content-Length beside Transfer-Encoding, or two
+ * Host or Authorization headers.  RFC 9112 sections 6.3 and 3.2: answer 400
+ * and close the connection.  Returns 1 when it answered.
+ */
+static int refuse_ambiguous(struct http_req *r)
+{
+	static const char *const once[] = {MHD_HTTP_HEADER_CONTENT_LENGTH, MHD_HTTP_HEADER_HOST,
+					   MHD_HTTP_HEADER_AUTHORIZATION};
+	for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+		if (header_count(r, once[i]) > 1) {
+			r->close_after = 1;
+			http_reply_error(r, API_ERR_INVALID_HEADER, "the request has %s twice",
+					 once[i]);
+			return 1;
+		}
+	if (header_count(r, MHD_HTTP_HEADER_CONTENT_LENGTH) &&
+	    header_count(r, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		r->close_after = 1;
+		http_reply_error(r, API_ERR_INVALID_HEADER,
+				 "the request has both Content-Length and Transfer-Encoding");
+		return 1;
+	}
+	return 0;
+}
+
 static void on_headers(struct http_server *srv, struct http_req *r, const char *url)
 {
 	int path_known;
-	if (url_had_nul(url)) {
+	int nul = url_had_nul(url); /* first: it forgets what was noted */
+	if (refuse_ambiguous(r))
+		return;
+	if (nul) {
 		http_reply_error(r, API_ERR_NOT_FOUND, "no such route: the path holds a NUL byte (%%00)");
 		return;
 	}

@@ -51,6 +51,8 @@ struct http_req {
 	int64_t start_ms;      /* monotonic */
 	unsigned status;       /* the status answered, 0 before */
 	int abort;             /* close the connection without (more) answer */
+	int close_after;       /* answer with Connection: close (a request whose
+	                        * framing cannot be trusted) */
 	void *state;           /* handler state (streamed uploads) */
 	void (*state_free)(void *state);
 };

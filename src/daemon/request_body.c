@@ -116,17 +116,6 @@ int body_check_name(const char *s)
 	return 0;
 }
 
-/* A string with no control characters (C0, DEL). */
-static int printable(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f)
-			return 0;
-	}
-	return 1;
-}
-
 /* Optional string field: 0 with *out (NULL when absent) or -EINVAL. */
 static int get_string(json_t *obj, const char *field, size_t maxlen, int required,
 		      const char **out, size_t *outlen, struct body_error *err)
@@ -239,7 +228,7 @@ static int get_env(json_t *obj, json_t **out, struct body_error *err)
 	return ref_or_empty(v, out, err);
 }
 
-static int meta_key_ok(const char *k)
+int body_meta_key_ok(const char *k)
 {
 	size_t n = strlen(k);
 	if (n == 0 || n > BODY_META_KEY_MAX)
@@ -270,7 +259,7 @@ static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 	const char *k;
 	json_t *val;
 	json_object_foreach(v, k, val) {
-		if (!meta_key_ok(k))
+		if (!body_meta_key_ok(k))
 			return fail(err, API_ERR_INVALID_FIELD,
 				    "metadata key '%.64s' must be 1-%d characters of [A-Za-z0-9_.-]", k,
 				    BODY_META_KEY_MAX);
@@ -279,7 +268,7 @@ static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 				    "metadata value of '%.64s' must be a string",
 				    k);
 		size_t n = json_string_length(val);
-		if (n > BODY_META_VALUE_MAX || !printable(json_string_value(val), n))
+		if (n > BODY_META_VALUE_MAX || !utf8_printable(json_string_value(val), n))
 			return fail(err, API_ERR_INVALID_FIELD,
 				    "metadata value of '%.64s' must be printable and at most %d bytes",
 				    k, BODY_META_VALUE_MAX);
@@ -415,7 +404,7 @@ int body_parse_key(const char *buf, size_t len, struct key_body *out, struct bod
 		return -EINVAL;
 	size_t n = 0;
 	int r = get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err);
-	if (!r && (n == 0 || !printable(out->name, n)))
+	if (!r && (n == 0 || !utf8_printable(out->name, n)))
 		r = fail(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
 			 BODY_NAME_MAX);
 	if (!r)
@@ -493,7 +482,10 @@ int body_check_path(const char *path, struct body_error *err)
 			    BODY_PATH_MAX);
 	if (path[0] != '/')
 		return fail(err, API_ERR_INVALID_PATH, "the path must be absolute");
-	if (!utf8_valid(path, n) || !printable(path, n))
+	int c0 = 0; /* a file's name may hold bidirectional marks; never C0 or DEL */
+	for (size_t i = 0; i < n; i++)
+		c0 |= (unsigned char)path[i] < 0x20 || path[i] == 0x7f;
+	if (!utf8_valid(path, n) || c0)
 		return fail(err, API_ERR_INVALID_PATH,
 			    "the path must be UTF-8 without control characters");
 	return 0;

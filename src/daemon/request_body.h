@@ -175,6 +175,10 @@ int body_parse_empty(const char *buf, size_t len, struct body_error *err);
  */
 int body_check_path(const char *path, struct body_error *err);
 
+/* body_meta_key_ok - 1 if k is a metadata key: 1-BODY_META_KEY_MAX
+ * characters of [A-Za-z0-9_.-]; else 0.  Any thread. */
+int body_meta_key_ok(const char *k);
+
 /*
  * body_check_name - a template, team or key name: 1..BODY_NAME_MAX bytes
  * of [a-z0-9._-], starting with a letter or digit.  Returns 0 or -EINVAL.

@@ -366,6 +366,57 @@ def test_bad_inputs_before_the_sandbox(api_daemon):
 def test_list_filters(api_daemon):
     r = api_daemon.request("GET", "/v1/sandboxes?status=running&metadata.user=alice")
     assert r.status == 200 and r.json() == {"sandboxes": []}
+    # a filter's key follows the rule of metadata keys
+    for q in ("metadata.x'%20OR%201=1--=a", "metadata.%24=1", "metadata.=1"):
+        r = api_daemon.request("GET", "/v1/sandboxes?" + q)
+        assert r.status == 400 and r.error_code() == "invalid_query", (q, r)
+
+
+def raw_exchange(d, head, body=b""):
+    """Send a hand-written request; return everything the daemon answers
+    until it closes the connection (or 10 s pass) and whether it closed."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    s.sendall(head.encode() + body)
+    got, closed = b"", False
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+    except socket.timeout:
+        pass
+    s.close()
+    return got, closed
+
+
+def test_ambiguous_framing_refused_and_closed(api_daemon):
+    d = api_daemon
+    auth = f"Authorization: Bearer {d.admin_key}\r\n"
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    # positive control: one Content-Length, then a pipelined request on the
+    # same connection is answered too (so the probe can see a second answer)
+    body = b'{"name":"ok"}'
+    got, _ = raw_exchange(d, f"POST /v1/keys HTTP/1.1\r\nHost: x\r\n{auth}"
+                             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                             "Connection: keep-alive\r\n\r\n", body + smuggled)
+    assert got.count(b"HTTP/1.1 ") == 2 and b"HTTP/1.1 201" in got, got[:300]
+    cases = [
+        ("Content-Length: 2\r\nContent-Length: 15\r\n", b'{"name":"smug"}'),
+        (f"Content-Length: 15\r\nTransfer-Encoding: chunked\r\n", b'{"name":"smug"}'),
+        (f"Content-Length: 15\r\n{auth}", b'{"name":"smug"}'),  # Authorization twice
+        ("Content-Length: 15\r\nHost: y\r\n", b'{"name":"smug"}'),  # Host twice
+    ]
+    for extra, b in cases:
+        got, closed = raw_exchange(d, f"POST /v1/keys HTTP/1.1\r\nHost: x\r\n{auth}"
+                                      f"Content-Type: application/json\r\n{extra}\r\n", b + smuggled)
+        assert got.startswith(b"HTTP/1.1 400"), (extra, got[:300])
+        assert b'"invalid_header"' in got, (extra, got[:400])
+        assert got.count(b"HTTP/1.1 ") == 1 and closed, (extra, got)
+    names = [k["name"] for k in d.request("GET", "/v1/keys").json()["keys"]]
+    assert "smug" not in names and "ok" in names
 
 
 def test_templates_list_empty_cache(api_daemon):

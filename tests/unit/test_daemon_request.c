@@ -93,6 +93,11 @@ static void create_rejects(void **state)
 	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"k\": \"a\\nb\"}}",
 			   "invalid_field");
 	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": null}", "invalid_field");
+	/* bidirectional overrides would make the dashboard show another text */
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"y\": \"\\u202eevil\"}}",
+			   "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"metadata\": {\"y\": \"a\\u0085\"}}",
+			   "invalid_field");
 }
 
 static void create_size_caps(void **state)
@@ -214,6 +219,7 @@ static void ttl_key_mkdir_build(void **state)
 	key_body_clear(&k);
 	assert_int_equal(body_parse_key(S("{\"name\": \"\"}"), &k, &e), -EINVAL);
 	assert_int_equal(body_parse_key(S("{\"name\": \"a\\tb\"}"), &k, &e), -EINVAL);
+	assert_int_equal(body_parse_key(S("{\"name\": \"\\u202eevil\"}"), &k, &e), -EINVAL);
 	assert_int_equal(body_parse_key(S("{\"name\": \"x\", \"team\": \"Team\"}"), &k, &e), -EINVAL);
 	assert_string_equal(api_errors_code(e.code), "invalid_field");
 

@@ -222,6 +222,26 @@ static void test_json_lossy(void **state)
 	json_decref(j);
 }
 
+static void test_printable(void **state)
+{
+	(void)state;
+	assert_true(utf8_printable(S("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xbc")));
+	assert_true(utf8_printable(S("\xc2\xa0nbsp and \xd8\xa7 arabic alif")));
+	assert_true(utf8_printable(S("\xe2\x80\x8d zwj, \xe2\x80\xa9 para sep")));
+	assert_false(utf8_printable(S("tab\there")));
+	assert_false(utf8_printable(S("del\x7f")));
+	assert_false(utf8_printable(S("c1 \xc2\x85 NEL")));
+	assert_false(utf8_printable(S("\xe2\x80\xae" "evil")));   /* U+202E RLO */
+	assert_false(utf8_printable(S("\xe2\x80\xaa" "lre")));    /* U+202A */
+	assert_false(utf8_printable(S("\xe2\x81\xa6" "lri")));    /* U+2066 */
+	assert_false(utf8_printable(S("\xe2\x81\xa9" "pdi")));    /* U+2069 */
+	assert_false(utf8_printable(S("\xe2\x80\x8f" "rlm")));    /* U+200F */
+	assert_false(utf8_printable(S("\xd8\x9c" "alm")));         /* U+061C */
+	assert_false(utf8_printable(S("bad \xff")));
+	assert_true(utf8_is_control(S("\x1b")));
+	assert_false(utf8_is_control(S("a")));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_split_sequences_across_chunks),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_json_lossy),
+		cmocka_unit_test(test_printable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

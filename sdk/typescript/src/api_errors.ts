@@ -10,6 +10,7 @@ export const API_ERROR_STATUS: Readonly<Record<string, number>> = Object.freeze(
   missing_field: 400,
   invalid_field: 400,
   invalid_path: 400,
+  invalid_header: 400,
   invalid_query: 400,
   unauthorized: 401,
   forbidden: 403,

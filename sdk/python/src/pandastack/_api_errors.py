@@ -11,6 +11,7 @@ API_ERROR_STATUS: Dict[str, int] = {
     "missing_field": 400,
     "invalid_field": 400,
     "invalid_path": 400,
+    "invalid_header": 400,
     "invalid_query": 400,
     "unauthorized": 401,
     "forbidden": 403,
