@@ -41,7 +41,11 @@
 #define NUDGE_FAST_MS 200
 #define HB_INTERVAL_MS 3000
 #define HB_TIMEOUT_MS 3000
-#define HB_MISSES 3
+/* 10 misses, 30 s: a guest starved of CPU on a loaded host (under TCG, a
+ * restore among dozens of busy guests) answers late but is not frozen; at 9 s
+ * it lost its warm kernels and the first context had to start one from
+ * scratch. */
+#define HB_MISSES 10
 #define TAIL_MAX 1024
 /* Messages drained per channel per wake, so one flood cannot starve the
  * others (the rest is read on the next iteration). */
