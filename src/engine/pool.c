@@ -29,8 +29,11 @@
 
 /* Bound on making one entry (launch, restore, warm-up), ms. */
 #define POOL_MAKE_MS 120000
-/* After a failed entry, wait this long before the next attempt, ms. */
+/* After a failed entry, wait this long before the next attempt, ms; it
+ * doubles with each failure in a row, up to POOL_BACKOFF_MAX_MS (a host too
+ * loaded to finish one should not spend its CPU on restores that time out). */
 #define POOL_BACKOFF_MS 2000
+#define POOL_BACKOFF_MAX_MS 64000
 /* How often a full pool looks for dead entries, ms. */
 #define POOL_CHECK_MS 5000
 /* Guest-side bound on one warm-up exec, ms. */
@@ -49,6 +52,7 @@ struct pool {
 	int have_thread;
 	int low_warned;                  /* a CPU weight that could not be set was logged */
 	pid_t making;                    /* QEMU of the entry being made, 0 if none */
+	unsigned fails;                  /* entries that failed in a row */
 	pthread_t thr;
 };
 
@@ -199,12 +203,21 @@ static void *refill(void *arg)
 		pthread_mutex_lock(&p->mu);
 		if (r < 0) {
 			p->st.make_failed++;
+			int64_t wait = (int64_t)POOL_BACKOFF_MS << (p->fails < 5 ? p->fails : 5);
+			if (wait > POOL_BACKOFF_MAX_MS)
+				wait = POOL_BACKOFF_MAX_MS;
+			p->fails++;
 			char q[300];
-			log_kv(LOG_WARN, "pool.make_failed", "template=%s err=%d msg=%s", p->t->name, r,
-			       log_quote(err.msg, q, sizeof(q)));
-			deadline_cond_wait(&p->cv, &p->mu, deadline_after(POOL_BACKOFF_MS));
+			log_kv(LOG_WARN, "pool.make_failed",
+			       "template=%s err=%d in_a_row=%u retry_ms=%lld msg=%s", p->t->name, r,
+			       p->fails, (long long)wait, log_quote(err.msg, q, sizeof(q)));
+			/* takes wake the thread: wait out the whole backoff */
+			int64_t until = deadline_after(wait);
+			while (!p->stop && deadline_cond_wait(&p->cv, &p->mu, until) == 0)
+				;
 			continue;
 		}
+		p->fails = 0;
 		if (p->stop || p->nready >= p->size) {
 			pthread_mutex_unlock(&p->mu);
 			vm_discard(v);
