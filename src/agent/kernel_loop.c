@@ -295,7 +295,12 @@ static void drop_kernel(struct kernel_ctx *c)
 	set_pid(c, 0);
 }
 
-/* The kernel could not start: fall back (AUTO) or give up for now. */
+/*
+ * The kernel could not start: fall back (AUTO, when the interpreter has no
+ * ipykernel) or give up for now.  Any other failure (killed by the guest's
+ * OOM killer, too slow on a loaded host) is reported as such: falling back
+ * would silently turn a rich kernel into plain text for the context's life.
+ */
 static void start_failed(struct kernel_ctx *c, const char *why)
 {
 	int was_jupyter = c->be == &kernel_jupyter_backend;
@@ -303,10 +308,10 @@ static void start_failed(struct kernel_ctx *c, const char *why)
 		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
 	drop_kernel(c);
 	c->st = KS_NONE;
-	if (c->cfg.kind == KERNEL_AUTO && was_jupyter && !c->fallback_tried) {
+	if (c->cfg.kind == KERNEL_AUTO && was_jupyter && !c->fallback_tried &&
+	    strstr(why, "No module named")) {
 		c->fallback_tried = 1;
-		if (strstr(why, "No module named"))
-			note_ipykernel_missing(c->cfg.python);
+		note_ipykernel_missing(c->cfg.python);
 		char q[300];
 		log_kv(LOG_INFO, "kernel.fallback", "reason=%s", log_quote(why, q, sizeof(q)));
 		return;

@@ -736,6 +736,29 @@ static void test_f_auto_falls_back(void **state)
 	}
 }
 
+static void test_f_auto_no_fallback_when_killed(void **state)
+{
+	(void)state;
+	/* An interpreter with ipykernel whose kernel is killed while starting
+	 * (the guest's OOM killer): AUTO reports the failure rather than turning
+	 * the context into a plain-text one. */
+	char wrapper[128];
+	snprintf(wrapper, sizeof(wrapper), "%s/python-killed", test_dir);
+	static const char script[] = "#!/bin/sh\nkill -KILL $$\n";
+	assert_int_equal(util_write_file(wrapper, script, sizeof(script) - 1, 0755), 0);
+	struct kernel_opts o = { .kind = KERNEL_AUTO, .python = wrapper, .run_dir = test_dir };
+	struct ctx_box b = { NULL, json_array() };
+	assert_int_equal(kernel_ctx_create(&o, &b.c), 0);
+	json_t *tmp = json_array();
+	assert_int_equal(pump(&b, (uint64_t)-1, "failed", tmp, RUN_DEADLINE_MS), 0);
+	json_decref(tmp);
+	for (size_t i = 0; i < json_array_size(b.ctx_events); i++)
+		assert_string_not_equal(str(json_array_get(b.ctx_events, i), "type"), "ready");
+	json_t *failed = json_array_get(b.ctx_events, json_array_size(b.ctx_events) - 1);
+	assert_non_null(strstr(str(failed, "error"), "could not start"));
+	box_close(&b);
+}
+
 static void test_f_crash_loop_waits_for_work(void **state)
 {
 	(void)state;
@@ -1209,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_f_env_cwd_and_cleanup),
 		cmocka_unit_test(test_f_bad_options),
 		cmocka_unit_test(test_f_auto_falls_back),
+		cmocka_unit_test(test_f_auto_no_fallback_when_killed),
 		cmocka_unit_test(test_f_crash_loop_waits_for_work),
 	};
 	const struct CMUnitTest pool[] = {
