@@ -114,6 +114,11 @@ static int warm(struct bake *b, struct guest_conn *a, const char *code, unsigned
 		json_int_t n = json_integer_value(json_object_get(res, "kernels"));
 		say(b, "%lld warm kernel%s ready after %.1f s", (long long)n, n == 1 ? "" : "s",
 		    (double)ms / 1000.0);
+		/* A template short of warm kernels makes every sandbox start one
+		 * on its first contexts: refuse it rather than bake it silently. */
+		if (code[0] && n < (json_int_t)kernels)
+			r = fail(b, -EIO, "only %lld of %u warm kernels were ready", (long long)n,
+				 kernels);
 	}
 	json_decref(res);
 	return r;
