@@ -29,7 +29,7 @@
 #   test-agents        the MCP server with the MCP SDK's client (tests/mcp) and the
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
-#   bench-create bench-api bench-contexts bench-density   figures (bench/)
+#   bench-create bench-api bench-contexts bench-density bench-ports   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -69,7 +69,7 @@ LIB_MCP    := $(BUILD)/libmcp.a
 # never enables that mechanism and src/agent/gssapi_absent.c answers them.
 AGENT_LIBS := -ljansson -lzmq -lsodium -lpgm -lnorm -lprotokit -lbsd -lmd \
               -lcrypto -lstdc++ -lpthread -lm
-HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lpthread -lm
+HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lhttp_parser -lpthread -lm
 
 PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
             $(BUILD)/pandastack-engine
@@ -212,6 +212,12 @@ DENSITY_N ?= 50
 .PHONY: bench-density
 bench-density: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/density.py --n $(DENSITY_N)
+
+# Exposed ports (bench/ports.py): 50 MiB each way through the daemon against
+# the same server reached inside the sandbox's namespace, MB/s and ratio.
+.PHONY: bench-ports
+bench-ports: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/ports.py
 
 # Code contexts through the daemon (bench/contexts.py): 1+1 in a warm context
 # (median of 200), first/second context create, create-sandbox-to-first-1+1,

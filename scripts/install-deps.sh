@@ -9,7 +9,7 @@ packages=(
   mmdebstrap e2fsprogs lz4 cpio kmod jq
   libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev
   libzmq3-dev libsodium-dev libssl-dev libbsd-dev libnorm-dev libpgm-dev
-  libcmocka-dev libnftables-dev libc-ares-dev
+  libcmocka-dev libnftables-dev libc-ares-dev libhttp-parser-dev
   python3 python3-pytest python3-yaml python3-jsonschema
   python3-ipykernel python3-matplotlib python3-matplotlib-inline python3-pandas python3-numpy python3-plotly
   curl ca-certificates

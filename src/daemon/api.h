@@ -117,6 +117,13 @@ void api_fs_stat(struct http_req *r);
 void api_fs_list(struct http_req *r);
 void api_fs_mkdir(struct http_req *r);
 
+/* Any method on a sandbox's exposed port (route.h ROUTE_AUTH_PORT): begin
+ * (access, connect, the request head), each chunk of the body, end (the
+ * guest's answer, streamed, or a 101 and a splice) (api_ports.c). */
+void api_ports_begin(struct http_req *r);
+void api_ports_chunk(struct http_req *r, const char *data, size_t len);
+void api_ports_end(struct http_req *r);
+
 /* ---- shared helpers (api_common.c) --------------------------------------- */
 
 /* api_iso_time - wall-clock ms as "2026-11-30T02:18:52.123Z" (out: 32 bytes). */
@@ -125,6 +132,11 @@ void api_iso_time(int64_t ms, char out[32]);
 /* api_sandbox_json - the API's sandbox object for row (new reference, NULL
  * when out of memory).  Env values are never shown. */
 json_t *api_sandbox_json(const struct sandbox_row *row);
+
+/* api_sandbox_json_full - api_sandbox_json with what only the answers about
+ * one sandbox show its team (create, GET /v1/sandboxes/{id}): its ports'
+ * access_token and the daemon's proxy_domain (docs/network.md). */
+json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row);
 
 /* api_reply_body_error - 400 with a validation error. */
 void api_reply_body_error(struct http_req *r, const struct body_error *e);

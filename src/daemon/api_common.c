@@ -34,15 +34,31 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 		meta = json_object();
 	}
 	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused");
-	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "id", row->id,
-			 "template", row->template_name, "status", row->status, "reason",
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:{s:b}}", "id",
+			 row->id, "template", row->template_name, "status", row->status, "reason",
 			 row->reason[0] ? utf8_json_lossy(row->reason, strlen(row->reason))
 					: json_null(),
 			 "created_at", created, "expires_at", expires, "ended_at",
 			 running ? json_null() : json_string(ended), "vcpus",
 			 row->vcpus ? json_integer(row->vcpus) : json_null(), "memory_mib",
 			 row->memory_mib ? json_integer(row->memory_mib) : json_null(),
-			 "metadata", meta ? meta : json_object());
+			 "metadata", meta ? meta : json_object(), "network", "public_ports",
+			 row->public_ports);
+}
+
+json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row)
+{
+	json_t *o = api_sandbox_json(row);
+	const char *domain = r->d->cfg.proxy_domain;
+	if (o && (json_object_set_new(o, "access_token",
+				      row->access_token[0] ? json_string(row->access_token)
+							   : json_null()) < 0 ||
+		  json_object_set_new(o, "proxy_domain",
+				      domain[0] ? json_string(domain) : json_null()) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 void api_reply_body_error(struct http_req *r, const struct body_error *e)

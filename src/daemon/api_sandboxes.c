@@ -31,7 +31,7 @@ void api_sandboxes_create(struct http_req *r)
 		http_reply_error(r, err.err, "%s", err.message);
 		return;
 	}
-	json_t *o = api_sandbox_json(&row);
+	json_t *o = api_sandbox_json_full(r, &row);
 	/* Only the create's answer says which path served it. */
 	if (o)
 		json_object_set_new(o, "restored_from", json_string(from));
@@ -148,7 +148,7 @@ void api_sandboxes_get(struct http_req *r)
 		http_reply_error(r, API_ERR_INTERNAL, "could not read the sandbox");
 		return;
 	}
-	json_t *o = api_sandbox_json(&row);
+	json_t *o = api_sandbox_json_full(r, &row);
 	sandbox_row_clear(&row);
 	http_reply_json(r, 200, o);
 }

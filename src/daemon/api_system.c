@@ -34,6 +34,9 @@ void api_healthz(struct http_req *r)
 		json_t *jail = jail_host_describe(jail_host_get());
 		if (jail)
 			json_object_set_new(o, "jail", jail);
+		json_object_set_new(o, "proxy_domain",
+				    d->cfg.proxy_domain[0] ? json_string(d->cfg.proxy_domain)
+							   : json_null());
 		json_t *cap = capacity_json(d);
 		if (cap)
 			json_object_set_new(o, "capacity", cap);

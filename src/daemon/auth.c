@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "common/log.h"
@@ -38,6 +39,25 @@ int auth_make_key(char secret[AUTH_KEY_LEN + 1], char hash[AUTH_HASH_HEX_LEN + 1
 	memcpy(id, "key_", 4);
 	util_hex(rid, sizeof(rid), id + 4);
 	return auth_hash(secret, hash);
+}
+
+int auth_make_token(char out[AUTH_TOKEN_LEN + 1])
+{
+	unsigned char raw[24];
+	int r = util_random(raw, sizeof(raw));
+	if (r)
+		return r;
+	memcpy(out, AUTH_TOKEN_PREFIX, 4);
+	util_hex(raw, sizeof(raw), out + 4);
+	return 0;
+}
+
+int auth_token_equal(const char *stored, const char *given)
+{
+	if (!stored || !given || strlen(stored) != AUTH_TOKEN_LEN ||
+	    strlen(given) != AUTH_TOKEN_LEN)
+		return 0;
+	return CRYPTO_memcmp(stored, given, AUTH_TOKEN_LEN) == 0;
 }
 
 /* A key is the prefix and exactly 48 lowercase hex digits. */

@@ -25,6 +25,12 @@
  * busy key does not turn every request into a database write. */
 #define AUTH_TOUCH_MS 60000
 
+/* A sandbox's access token (its exposed ports, docs/network.md): "pdt_"
+ * and 48 lowercase hex digits (24 random bytes).  Kept in the sandbox's
+ * row, shown to its team. */
+#define AUTH_TOKEN_PREFIX "pdt_"
+#define AUTH_TOKEN_LEN (4 + 48)   /* bytes, without the NUL */
+
 /* Who a request is: filled by auth_check. */
 struct auth_ident {
 	char key_id[STORE_ID_MAX];
@@ -54,6 +60,17 @@ int auth_make_key(char secret[AUTH_KEY_LEN + 1], char hash[AUTH_HASH_HEX_LEN + 1
  * it is logged, not returned).
  */
 int auth_check(struct store *s, const char *authorization, struct auth_ident *who);
+
+/* auth_make_token - a new access token into out.  Returns 0 or -errno
+ * (no randomness). */
+int auth_make_token(char out[AUTH_TOKEN_LEN + 1]);
+
+/*
+ * auth_token_equal - 1 if given (may be NULL) is the token stored (may be
+ * NULL or "": no token, nothing matches), compared in time that does not
+ * depend on where they differ; else 0.
+ */
+int auth_token_equal(const char *stored, const char *given);
 
 /*
  * auth_bootstrap_admin - on a data dir without an admin key, make one,

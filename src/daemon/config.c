@@ -18,7 +18,9 @@
 #define DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEFAULT_DATA_DIR "/var/lib/pandastack"
 
-enum opt_kind { OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX, OPT_POOL_SIZES };
+enum opt_kind {
+	OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX, OPT_POOL_SIZES, OPT_DOMAIN
+};
 
 struct opt {
 	const char *flag;
@@ -90,6 +92,8 @@ static const struct opt opts[] = {
 	 "seconds a connection may stay silent while the daemon waits for its request (60)"},
 	{"--pip-index-url", "PANDASTACK_PIP_INDEX_URL", OPT_PIP_INDEX, F(pip_index_url), 0, 0,
 	 "package index (http:// or https://) every sandbox's pip uses (none: PyPI)"},
+	{"--proxy-domain", "PANDASTACK_PROXY_DOMAIN", OPT_DOMAIN, F(proxy_domain), 0, 0,
+	 "serve sandbox ports at PORT-SANDBOX_ID.DOMAIN too (the Host form; needs wildcard DNS)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -132,6 +136,38 @@ int config_parse_listen(const char *s, char *host, size_t hostlen, unsigned *por
 	return 0;
 }
 
+/* A DNS name (RFC 1123 2.1): dot-separated labels of 1-63 letters, digits
+ * and hyphens, not starting or ending with a hyphen, at most 253 bytes.
+ * Copied lowercase into out (outlen bytes).  Returns 0 or -EINVAL. */
+static int set_domain(const char *val, char *out, size_t outlen)
+{
+	size_t n = strlen(val);
+	if (n && val[n - 1] == '.')
+		n--;
+	if (n == 0 || n > 253 || n >= outlen)
+		return -EINVAL;
+	size_t label = 0;
+	for (size_t i = 0; i <= n; i++) {
+		char c = i < n ? val[i] : '.';
+		if (c == '.') {
+			if (label == 0 || label > 63 || val[i - 1] == '-')
+				return -EINVAL;
+			if (i < n)
+				out[i] = '.';
+			label = 0;
+			continue;
+		}
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && label > 0)))
+			return -EINVAL;
+		out[i] = c;
+		label++;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
 static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val, char *err,
 		   size_t errlen, const char *from)
 {
@@ -164,6 +200,10 @@ static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val,
 		}
 		return 0;
 	}
+	case OPT_DOMAIN:
+		if (set_domain(val, base + o->off, o->width) < 0)
+			goto bad;
+		return 0;
 	case OPT_ACCEL:
 		if (accel_parse(val, &cfg->accel) < 0)
 			goto bad;

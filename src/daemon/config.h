@@ -39,6 +39,10 @@
  *                                                                 the index every sandbox's
  *                                                                 pip uses, written into the
  *                                                                 guest at each restore
+ *   --proxy-domain DOMAIN        PANDASTACK_PROXY_DOMAIN          (none: ports by path only)
+ *                                                                 sandbox ports are also served
+ *                                                                 at PORT-SANDBOX_ID.DOMAIN
+ *                                                                 (Host header; docs/network.md)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -96,6 +100,7 @@ struct daemon_cfg {
 	uint32_t max_conns_per_ip;
 	uint32_t idle_timeout_s;
 	char pip_index_url[PIP_INDEX_URL_MAX + 1]; /* "" = none (common/pip_index.h) */
+	char proxy_domain[256];        /* the Host form's domain, lower case; "" = off */
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;

@@ -13,21 +13,13 @@
 #include "common/utf8.h"
 #include "daemon/metrics.h"
 
-int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp)
+int http_reply_forwarded(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
 	if (!resp) {
 		r->abort = 1;
 		return -ENOMEM;
 	}
-	/* Answers that set none of their own are not cached, not sniffed, and
-	 * render nothing active if a browser opens them. */
-	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
-		MHD_add_response_header(resp, "Content-Security-Policy",
-					"default-src 'none'; frame-ancestors 'none'; sandbox");
-	if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
-		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	/* a request whose framing cannot be trusted ends its connection */
 	if (r->close_after)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
@@ -40,6 +32,20 @@ int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response
 	r->status = status;
 	metrics_http_response(status);
 	return 0;
+}
+
+int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp)
+{
+	/* Answers that set none of their own are not cached, not sniffed, and
+	 * render nothing active if a browser opens them. */
+	if (resp && !MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (resp && !MHD_get_response_header(resp, "Content-Security-Policy"))
+		MHD_add_response_header(resp, "Content-Security-Policy",
+					"default-src 'none'; frame-ancestors 'none'; sandbox");
+	if (resp && !MHD_get_response_header(resp, "X-Content-Type-Options"))
+		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	return http_reply_forwarded(r, status, resp);
 }
 
 int http_reply_text(struct http_req *r, unsigned status, const char *ctype, const char *text,

@@ -43,4 +43,9 @@ int http_reply_text(struct http_req *r, unsigned status, const char *ctype, cons
  * sets that header (the dashboard's files do, web_static.h). */
 int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response *resp);
 
+/* http_reply_forwarded - answer status with resp (ownership taken; NULL is
+ * out of memory) as a server inside a sandbox gave it (exposed ports): the
+ * API's own headers above are not added. */
+int http_reply_forwarded(struct http_req *r, unsigned status, struct MHD_Response *resp);
+
 #endif

@@ -17,6 +17,8 @@
 #include "common/util.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "daemon/port_splice.h"
+#include "daemon/port_target.h"
 
 /* A body past its cap is read and dropped up to this much more, so the
  * client gets its 413; a client that keeps sending is cut off. */
@@ -254,6 +256,54 @@ static int refuse_ambiguous(struct http_req *r)
 	return 0;
 }
 
+/*
+ * A request for a sandbox's exposed port: the Host form first (it may name
+ * any path, even one of the API's), then the path form.  Returns 1 with
+ * r->route, r->params ({id}, {port}) and r->port_rest set; 0 when the
+ * request is not for a port; -1 when an answer was sent.
+ */
+static int claim_port(struct http_server *srv, struct http_req *r)
+{
+	unsigned port = 0;
+	char id[PORT_ID_MAX];
+	const char *rest = NULL;
+	int k = 0;
+	if (port_target_from_host(http_header(r, MHD_HTTP_HEADER_HOST), srv->d->cfg.proxy_domain,
+				  &port, id)) {
+		k = 1;
+		rest = r->raw_target;
+	} else if (r->raw_target) {
+		k = port_target_from_path(r->raw_target, &port, id, &rest);
+		r->port_path_form = k == 1;
+	}
+	if (k < 0)
+		http_reply_error(r, API_ERR_NOT_FOUND,
+				 "no such route: a port is 1-65535 of a sandbox id (sbx_...)");
+	if (k == 1 && !rest)
+		http_reply_error(r, API_ERR_NOT_FOUND, "the request target is over %u bytes",
+				 PORT_TARGET_MAX - 1);
+	if (k != 1 || !rest)
+		return k ? -1 : 0;
+	const struct route *any = NULL;
+	for (size_t i = 0; i < srv->ntable; i++) {
+		if (srv->table[i].auth != ROUTE_AUTH_PORT)
+			continue;
+		if (!any)
+			any = &srv->table[i];
+		if (strcmp(srv->table[i].method, r->method) == 0) {
+			any = &srv->table[i];
+			break;
+		}
+	}
+	if (!any)
+		return 0;
+	r->route = any;
+	r->port_rest = rest;
+	snprintf(r->params[0], ROUTE_PARAM_MAX, "%s", id);
+	snprintf(r->params[1], ROUTE_PARAM_MAX, "%u", port);
+	return 1;
+}
+
 static void on_headers(struct http_server *srv, struct http_req *r, const char *url)
 {
 	int path_known;
@@ -264,7 +314,12 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 		http_reply_error(r, API_ERR_NOT_FOUND, "no such route: the path holds a NUL byte (%%00)");
 		return;
 	}
-	r->route = route_find(srv->table, srv->ntable, r->method, url, r->params, &path_known);
+	int claimed = claim_port(srv, r);
+	if (claimed < 0)
+		return;
+	if (!claimed)
+		r->route = route_find(srv->table, srv->ntable, r->method, url, r->params,
+				      &path_known);
 	if (!r->route) {
 		if (path_known)
 			http_reply_error(r, API_ERR_METHOD_NOT_ALLOWED,
@@ -273,7 +328,7 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 			http_reply_error(r, API_ERR_NOT_FOUND, "no such route");
 		return;
 	}
-	int a = r->route->auth == ROUTE_AUTH_NONE
+	int a = r->route->auth == ROUTE_AUTH_NONE || r->route->auth == ROUTE_AUTH_PORT
 			? 0
 			: auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
 				     &r->who);
@@ -332,11 +387,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct http_server *srv = cls;
 	struct http_req *r = *con_cls;
 	(void)version;
-	if (!r) {
-		r = calloc(1, sizeof(*r));
+	if (!r) { /* the request line was not seen by on_uri (out of memory) */
+		r = *con_cls = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
-		*con_cls = r;
+	}
+	if (!r->started) {
+		r->started = 1;
 		r->d = srv->d;
 		r->conn = conn;
 		r->start_ms = util_now_ms();
@@ -379,6 +436,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return r->abort ? MHD_NO : MHD_YES;
 }
 
+/* The request line's target, before libmicrohttpd splits and decodes it:
+ * the request's state starts here (it becomes *con_cls). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	struct http_req *r = calloc(1, sizeof(*r));
+	if (r && uri && strlen(uri) < PORT_TARGET_MAX)
+		r->raw_target = strdup(uri); /* NULL (too long, no memory): no path form */
+	return r;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -405,6 +474,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r->state_free)
 		r->state_free(r->state);
 	dynbuf_free(&r->body_buf);
+	free(r->raw_target);
 	free(r);
 	*con_cls = NULL;
 }
@@ -452,7 +522,7 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 	srv->d = d;
 	srv->table = routes_table(&srv->ntable);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	size_t len;
@@ -480,6 +550,7 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape_noting_nul, NULL,
@@ -503,6 +574,7 @@ void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	port_splice_stop_all(); /* libmicrohttpd must find no upgraded connection */
 	MHD_stop_daemon(s->mhd);
 	free_server(s);
 }

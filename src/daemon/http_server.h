@@ -53,6 +53,14 @@ struct http_req {
 	int abort;             /* close the connection without (more) answer */
 	int close_after;       /* answer with Connection: close (a request whose
 	                        * framing cannot be trusted) */
+	char *raw_target;      /* the request target as sent (not decoded, with
+				* its query), NULL when over PORT_TARGET_MAX */
+	const char *port_rest; /* ROUTE_AUTH_PORT: what the guest is asked for
+				* (into raw_target: the whole target in the
+				* Host form, what follows the port in the
+				* path form) */
+	int port_path_form;    /* ROUTE_AUTH_PORT: reached by the path form */
+	int started;           /* the first access callback ran */
 	void *state;           /* handler state (streamed uploads) */
 	void (*state_free)(void *state);
 };

@@ -308,10 +308,33 @@ static int get_timeout(json_t *root, const struct body_limits *lim, int *has, in
 	return 0;
 }
 
+/* "network": an object whose "public_ports" is a boolean (docs/network.md). */
+static int get_network(json_t *root, struct create_sandbox_body *out, struct body_error *err)
+{
+	json_t *v = json_object_get(root, "network");
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return fail(err, API_ERR_INVALID_FIELD, "field 'network' must be an object");
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x) {
+		if (strcmp(k, "public_ports") != 0)
+			return fail(err, API_ERR_UNKNOWN_FIELD, "unknown field 'network.%.64s'", k);
+	}
+	json_t *pp = json_object_get(v, "public_ports");
+	if (pp && !json_is_boolean(pp))
+		return fail(err, API_ERR_INVALID_FIELD,
+			    "field 'network.public_ports' must be true or false");
+	out->public_ports = json_is_true(pp);
+	return 0;
+}
+
 int body_parse_create_sandbox(const char *buf, size_t len, const struct body_limits *lim,
 			      struct create_sandbox_body *out, struct body_error *err)
 {
-	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata", NULL};
+	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata",
+					     "network",  NULL};
 	memset(out, 0, sizeof(*out));
 	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
@@ -327,6 +350,8 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 		r = get_env(root, &out->env, err);
 	if (!r)
 		r = get_metadata(root, &out->metadata, err);
+	if (!r)
+		r = get_network(root, out, err);
 	if (r)
 		create_sandbox_body_clear(out);
 	return r;

@@ -49,6 +49,7 @@ struct create_sandbox_body {
 	int64_t ttl_seconds;       /* 0 when absent (the daemon's default) */
 	json_t *env;               /* new reference; {} when absent */
 	json_t *metadata;          /* new reference; {} when absent */
+	int public_ports;          /* network.public_ports: 1 true, 0 false/absent */
 };
 
 /* POST /v1/sandboxes/{id}/ttl */

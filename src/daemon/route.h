@@ -3,6 +3,10 @@
  * path pattern, what authentication it needs and how its body is read.
  *
  * Patterns are literal segments and {param} segments ("/v1/sandboxes/{id}").
+ * Routes with ROUTE_AUTH_PORT are not matched by their pattern (which
+ * documents them) but by the exposed-port rules of port_target.h, before
+ * any pattern: one such route per method, the first serving any method
+ * not listed.
  * A {param} matches one non-empty segment of at most ROUTE_PARAM_MAX - 1
  * bytes.  The table (routes.c) is the single list of served routes: the
  * dispatcher uses it, `pandastackd --print-routes` prints it, and a test
@@ -25,6 +29,9 @@ enum route_auth {
 	ROUTE_AUTH_KEY = 0,   /* any valid API key */
 	ROUTE_AUTH_ADMIN = 1, /* an admin key; others get 403 */
 	ROUTE_AUTH_NONE = 2,  /* no key: the dashboard's static files only */
+	ROUTE_AUTH_PORT = 3,  /* a sandbox's exposed port: the team's key, the
+			       * sandbox's access token, or nothing when its
+			       * ports are public; the handler decides */
 };
 
 enum route_body {

@@ -77,6 +77,15 @@ static const struct route table[] = {
 	{"GET", "/v1/sandboxes/{id}/fs/list", KEY, BUF, API_BODY_SMALL, api_fs_list, NULL, NULL},
 	{"POST", "/v1/sandboxes/{id}/fs/mkdir", KEY, BUF, API_BODY_SMALL, api_fs_mkdir, NULL,
 	 NULL},
+
+	/* exposed ports: matched by port_target.h's rules, not by the pattern
+	 * (the Host form has no such path); any other method is served as GET */
+#define PORT_ROUTE(m)                                                                  \
+	{m, "/v1/sandboxes/{id}/ports/{port}/{path}", ROUTE_AUTH_PORT, ROUTE_BODY_STREAM, 0, \
+	 api_ports_end, api_ports_begin, api_ports_chunk}
+	PORT_ROUTE("GET"), PORT_ROUTE("HEAD"), PORT_ROUTE("POST"), PORT_ROUTE("PUT"),
+	PORT_ROUTE("PATCH"), PORT_ROUTE("DELETE"), PORT_ROUTE("OPTIONS"),
+#undef PORT_ROUTE
 };
 
 const struct route *routes_table(size_t *n)

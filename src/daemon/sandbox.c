@@ -16,10 +16,12 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox_int.h"
 #include "daemon/store.h"
+#include "engine/netslot.h"
 
 /* How long a reconnect to a lost agent may take, ms. */
 #define RECONNECT_TIMEOUT_MS 5000
@@ -253,6 +255,44 @@ int sbx_acquire(struct sandboxes *reg, const char *team, const char *id, struct 
 	return mine ? -ESRCH : -ENOENT;
 }
 
+int sbx_acquire_any(struct sandboxes *reg, const char *id, struct sbx **out)
+{
+	*out = NULL;
+	struct sbx *sb = sandbox_id_valid(id) ? find_ref(reg, id) : NULL;
+	if (sb && sbx_ending(sb)) {
+		sbx_release(sb);
+		sb = NULL;
+	}
+	*out = sb;
+	return sb ? 0 : -ENOENT;
+}
+
+int sbx_token_ok(const struct sbx *sb, const char *token)
+{
+	return auth_token_equal(sb->access_token, token);
+}
+
+int sbx_public_ports(struct sbx *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	int p = sb->public_ports;
+	pthread_mutex_unlock(&sb->lock);
+	return p;
+}
+
+int sbx_set_public_ports(struct sbx *sb, int public_ports)
+{
+	if (sbx_ending(sb))
+		return -ESRCH;
+	int r = store_sandbox_set_public_ports(sb->reg->d->store, sb->id, public_ports);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : -EIO;
+	pthread_mutex_lock(&sb->lock);
+	sb->public_ports = public_ports ? 1 : 0;
+	pthread_mutex_unlock(&sb->lock);
+	return 0;
+}
+
 /* Mark one more thread inside the engine with sb's VM.  -ESRCH if the
  * sandbox is not running. */
 static int pin(struct sbx *sb)
@@ -315,6 +355,16 @@ int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result)
 		return r;
 	struct guest_conn *c = live_conn(sb);
 	r = c ? guest_call(c, req, timeout_ms, result) : -ECONNRESET;
+	unpin(sb);
+	return r;
+}
+
+int sbx_connect_port(struct sbx *sb, unsigned port)
+{
+	int r = pin(sb);
+	if (r)
+		return r;
+	r = netslot_connect_guest(vm_netns(sb->vm), port);
 	unpin(sb);
 	return r;
 }

@@ -119,6 +119,38 @@ int sbx_stream_open(struct sbx *sb, json_t *req, struct guest_stream **out);
  */
 int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result);
 
+/* ---- exposed ports (api_ports.c, docs/network.md) ----------------------- */
+
+/*
+ * sbx_acquire_any - a reference on the live (running, not ending) sandbox
+ * id whatever its team: for a request whose credentials are the sandbox's
+ * own token, or none for public ports.  The caller decides who may use it.
+ * Returns 0 with *out (sbx_release), or -ENOENT.
+ */
+int sbx_acquire_any(struct sandboxes *reg, const char *id, struct sbx **out);
+
+/* sbx_token_ok - 1 if token (may be NULL) is the sandbox's access token. */
+int sbx_token_ok(const struct sbx *sb, const char *token);
+
+/* sbx_public_ports - 1 if the sandbox's ports answer without credentials. */
+int sbx_public_ports(struct sbx *sb);
+
+/*
+ * sbx_set_public_ports - make the sandbox's ports public (1) or private
+ * (0) from now on, in memory and in its row.  Returns 0, -ESRCH (not
+ * running), -EIO (the store failed).
+ */
+int sbx_set_public_ports(struct sbx *sb, int public_ports);
+
+/*
+ * sbx_connect_port - a TCP socket made in the sandbox's network namespace,
+ * connecting (non-blocking: the connect may be in progress) to the guest's
+ * port (1..65535).  The socket is the caller's and stays valid after the
+ * sandbox ends.  Returns the fd, -ESRCH (not running) or -errno
+ * (netslot_connect_guest).
+ */
+int sbx_connect_port(struct sbx *sb, unsigned port);
+
 /*
  * sbx_delete - stop the sandbox id of team (if running) and remove its row.
  * Returns 0, -ENOENT (no such sandbox for this team), -EIO.

@@ -71,6 +71,8 @@ static void adopt_row(struct sandboxes *reg, const struct sandbox_row *row)
 				: NULL;
 	json_decref(env);
 	if (sb) {
+		snprintf(sb->access_token, sizeof(sb->access_token), "%s", row->access_token);
+		sb->public_ports = row->public_ports;
 		sb->vm = vm;
 		sb->state = SBX_RUNNING;
 		pthread_mutex_lock(&reg->lock);

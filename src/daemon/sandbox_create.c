@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/auth.h"
 #include "daemon/capacity.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
@@ -91,6 +92,8 @@ static int fill_row(struct sandbox_row *row, const struct sbx *sb, const struct 
 	snprintf(row->team, sizeof(row->team), "%s", sb->team);
 	snprintf(row->template_name, sizeof(row->template_name), "%s", sb->template_name);
 	snprintf(row->status, sizeof(row->status), "running");
+	snprintf(row->access_token, sizeof(row->access_token), "%s", sb->access_token);
+	row->public_ports = sb->public_ports;
 	row->created_at_ms = now;
 	row->expires_at_ms = expires;
 	row->vcpus = template_vcpus(tt);
@@ -137,6 +140,15 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 		templates_put(t);
 		return set_err(err, API_ERR_INTERNAL, "out of memory");
 	}
+	char token[AUTH_TOKEN_LEN + 1];
+	if (auth_make_token(token) < 0) {
+		sbx_release(sb);
+		templates_put(t);
+		return set_err(err, API_ERR_INTERNAL, "no randomness for an access token");
+	}
+	snprintf(sb->access_token, sizeof(sb->access_token), "%s", token);
+	explicit_bzero(token, sizeof(token));
+	sb->public_ports = b->public_ports;
 	unsigned used;
 	if (reserve(reg, sb, d->cfg.max_sandboxes_per_team, &used) < 0) {
 		snprintf(msg, sizeof(msg), "team '%s' has %u sandboxes, the limit is %u", team, used,

@@ -28,6 +28,7 @@ struct sbx {
 	char team[STORE_NAME_MAX];
 	char template_name[STORE_NAME_MAX];
 	json_t *env;              /* default exec environment; immutable */
+	char access_token[STORE_TOKEN_MAX]; /* exposed ports' token; immutable */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;      /* broadcast when ops drops or state changes */
@@ -35,6 +36,7 @@ struct sbx {
 	int end_requested;        /* lock: an end was asked for (monitor, delete) */
 	int ops;                  /* lock: threads using vm's pointers now */
 	int64_t expires_at_ms;    /* lock: wall clock */
+	int public_ports;         /* lock: its ports answer without credentials */
 	struct vm *vm;            /* set once before RUNNING; freed at the last unref */
 
 	int refs;                 /* registry lock */

@@ -64,6 +64,11 @@ static const char *const migrations[] = {
 	"END;",
 	/* 3: when a key last authenticated a request (0: never) */
 	"ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER NOT NULL DEFAULT 0;",
+	/* 4: exposed ports: the sandbox's access token ('' for rows made
+	 * before it: their ports answer only to the team's key) and whether
+	 * its ports are public */
+	("ALTER TABLE sandboxes ADD COLUMN access_token TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE sandboxes ADD COLUMN public_ports INTEGER NOT NULL DEFAULT 0;"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -20,6 +20,7 @@
 #define STORE_STATUS_MAX 16
 #define STORE_REASON_MAX 256
 #define STORE_LIST_MAX 10000 /* rows a list returns at most */
+#define STORE_TOKEN_MAX 64   /* a sandbox's access token, bytes with the NUL */
 
 struct store;
 
@@ -90,6 +91,8 @@ struct sandbox_row {
 	unsigned memory_mib;
 	char *metadata_json;           /* owned: a JSON object */
 	char *env_json;                /* owned: a JSON object */
+	char access_token[STORE_TOKEN_MAX]; /* exposed ports' token; "" when none */
+	int public_ports;              /* 1: its ports answer without credentials */
 };
 
 /* sandbox_row_clear - free the owned strings of r (not r itself). */
@@ -118,6 +121,9 @@ int store_sandbox_set_status(struct store *s, const char *id, const char *status
 
 /* store_sandbox_set_expiry - set expires_at; -ENOENT. */
 int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at_ms);
+
+/* store_sandbox_set_public_ports - set public_ports (0 or 1); -ENOENT. */
+int store_sandbox_set_public_ports(struct store *s, const char *id, int public_ports);
 
 /* store_sandbox_delete - remove row id; -ENOENT. */
 int store_sandbox_delete(struct store *s, const char *id);

@@ -10,7 +10,7 @@
 
 #define SBX_COLS                                                                   \
 	"id, team, template, status, reason, created_at, expires_at, ended_at, vcpus, " \
-	"memory_mib, metadata, env"
+	"memory_mib, metadata, env, access_token, public_ports"
 
 /* JSON columns are written by the daemon from validated bodies; a cap still
  * guards against a foreign or corrupt database. */
@@ -47,6 +47,9 @@ static int read_row(sqlite3_stmt *st, void *row)
 	sqlite3_int64 v = sqlite3_column_int64(st, 8), m = sqlite3_column_int64(st, 9);
 	r->vcpus = v > 0 && v < 4096 ? (unsigned)v : 0;
 	r->memory_mib = m > 0 && m < (1 << 24) ? (unsigned)m : 0;
+	if (store__copy_text(st, 12, r->access_token, sizeof(r->access_token)) < 0)
+		return -EIO;
+	r->public_ports = sqlite3_column_int64(st, 13) != 0;
 	int e = store__dup_text(st, 10, JSON_COL_CAP, "{}", &r->metadata_json);
 	if (!e)
 		e = store__dup_text(st, 11, JSON_COL_CAP, "{}", &r->env_json);
@@ -65,13 +68,14 @@ int store_sandbox_insert(struct store *s, const struct sandbox_row *r)
 	int n = store__change(
 		s, "sandbox_insert",
 		"INSERT INTO sandboxes (" SBX_COLS ") "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 		STORE_ARGS(STORE_TEXT(r->id), STORE_TEXT(r->team), STORE_TEXT(r->template_name),
 			   STORE_TEXT(r->status), STORE_TEXT(r->reason),
 			   STORE_INT(r->created_at_ms), STORE_INT(r->expires_at_ms),
 			   STORE_INT(r->ended_at_ms), STORE_INT(r->vcpus), STORE_INT(r->memory_mib),
 			   STORE_TEXT(r->metadata_json ? r->metadata_json : "{}"),
-			   STORE_TEXT(r->env_json ? r->env_json : "{}")));
+			   STORE_TEXT(r->env_json ? r->env_json : "{}"),
+			   STORE_TEXT(r->access_token), STORE_INT(r->public_ports)));
 	return n < 0 ? n : 0;
 }
 
@@ -111,6 +115,13 @@ int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at
 	return store__change_one(s, "sandbox_set_expiry",
 				 "UPDATE sandboxes SET expires_at = ?2 WHERE id = ?1",
 				 STORE_ARGS(STORE_TEXT(id), STORE_INT(expires_at_ms)));
+}
+
+int store_sandbox_set_public_ports(struct store *s, const char *id, int public_ports)
+{
+	return store__change_one(s, "sandbox_set_public_ports",
+				 "UPDATE sandboxes SET public_ports = ?2 WHERE id = ?1",
+				 STORE_ARGS(STORE_TEXT(id), STORE_INT(public_ports ? 1 : 0)));
 }
 
 int store_sandbox_delete(struct store *s, const char *id)

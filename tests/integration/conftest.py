@@ -265,6 +265,44 @@ def exec_cmd(d, sid, cmd, key="admin", **fields):
     return r.json()
 
 
+PORT_SERVER = ROOT / "tests" / "integration" / "port_server.py"
+
+
+def qemu_pid(d, sid):
+    """The pid of sandbox sid's QEMU under daemon d."""
+    return int((d.data_dir / "sandboxes" / sid / "qemu.pid").read_text())
+
+
+def guest_online(d, sid):
+    """True when the guest of sandbox sid has its network address."""
+    return exec_cmd(d, sid, "grep -q 10.0.2.15 /proc/net/fib_trie && echo up")["stdout"] == "up\n"
+
+
+class PortServer:
+    """tests/integration/port_server.py on `port` inside the guest of sandbox
+    `sid` (on 0.0.0.0, so at 10.0.2.15), logging each request it serves."""
+
+    def __init__(self, d, sid, port):
+        self.d, self.sid, self.port = d, sid, port
+        assert guest_online(d, sid), "the guest has no network address (eth0 10.0.2.15)"
+        r = d.request("PUT", f"/v1/sandboxes/{sid}/fs?path=/tmp/port_server.py",
+                      PORT_SERVER.read_bytes())
+        assert r.status == 200, r
+        self.pid = exec_cmd(d, sid, f"nohup python3 /tmp/port_server.py {port} "
+                                    f">/tmp/port_server.{port}.log 2>&1 & echo $!")["stdout"].strip()
+        wait_for(lambda: self.get("/echo").status == 200, 60, 0.3, "the server to listen")
+
+    def get(self, path, **kw):
+        return self.d.request("GET", f"/v1/sandboxes/{self.sid}/ports/{self.port}{path}", **kw)
+
+    def log(self):
+        return exec_cmd(self.d, self.sid, f"cat /tmp/port_server.{self.port}.log")["stdout"]
+
+    def stop(self):
+        """End the server (the sandbox may have ended already)."""
+        self.d.request("POST", f"/v1/sandboxes/{self.sid}/exec", {"cmd": f"kill {self.pid}"})
+
+
 def wait_for(pred, timeout, interval=0.1, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:

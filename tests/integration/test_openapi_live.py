@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import (DAEMON, ROOT, Daemon, Response, create_sandbox, read_sse, reap_vms,
-                      wait_for)
+from conftest import (DAEMON, ROOT, Daemon, PortServer, Response, create_sandbox, read_sse,
+                      reap_vms, wait_for)
 
 SPEC = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
 FAKE_SBX = "sbx_0123456789abcdef0123"
@@ -31,7 +31,7 @@ CHECKED = set()
 def documented_routes():
     """(METHOD, pattern) of every operation of the document."""
     return sorted((m.upper(), p) for p, ops in SPEC["paths"].items() for m in ops
-                  if m in ("get", "put", "post", "delete", "patch", "head"))
+                  if m in ("get", "put", "post", "delete", "patch", "head", "options"))
 
 
 # ---- the document as a validator ---------------------------------------------
@@ -127,7 +127,9 @@ def check(r, method, pattern, want=None):
         assert r.status == want, (method, pattern, r)
     ctype = next((v for k, v in r.headers.items() if k.lower() == "content-type"), "")
     media = media_of(method, pattern, r.status, ctype)
-    if media is None:
+    if method == "HEAD":
+        assert r.body == b"", (method, pattern, r)  # an answer to HEAD has no body
+    elif media is None:
         assert r.body == b"", (method, pattern, r)
     elif ctype.split(";")[0].strip() == "application/json":
         p = problems(json.loads(r.body), media["schema"])
@@ -291,7 +293,7 @@ def test_error_answers_of_sandbox_routes_without_a_sandbox(no_vm):
         if not pattern.startswith("/v1/sandboxes/{id}"):
             continue
         path = (pattern.replace("{id}", FAKE_SBX).replace("{ctx}", FAKE_CTX)
-                .replace("{cid}", FAKE_CMD))
+                .replace("{cid}", FAKE_CMD).replace("{port}", "8000").replace("{path}", "x"))
         last = pattern.rsplit("/", 1)[1]
         query = "?path=/x" if "/fs" in pattern and last != "mkdir" else ""
         body = bodies.get(last) if method == "POST" else (b"data" if method == "PUT" else None)
@@ -299,7 +301,7 @@ def test_error_answers_of_sandbox_routes_without_a_sandbox(no_vm):
         check(d.request(method, path + query, body, key=None), method, pattern, 401)
         if query:
             check(d.request(method, path + "?path=relative", body), method, pattern, 400)
-        elif method == "POST":
+        elif method == "POST" and "/ports/" not in pattern:
             check(d.request(method, path, {"unknown_field": 1}), method, pattern, 400)
 
 
@@ -480,6 +482,23 @@ def test_exec_stream_error_event_and_delete(vm_daemon, template):
 
 
 # ---- every route was checked ------------------------------------------------------
+
+def test_exposed_ports(vm_daemon, sbx):
+    """Every method on a port of the sandbox: the server's answer (a JSON
+    echo, or a HEAD's head), and the proxy's own errors."""
+    srv = PortServer(vm_daemon, sbx["id"], 8000)
+    try:
+        pattern = "/v1/sandboxes/{id}/ports/{port}/{path}"
+        path = f"/v1/sandboxes/{sbx['id']}/ports/8000/echo"
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+            body = b"data" if method in ("POST", "PUT", "PATCH") else None
+            check(vm_daemon.request(method, path, body), method, pattern, 200)
+            check(vm_daemon.request(method, path, body, key=None), method, pattern, 401)
+        check(vm_daemon.request("GET", f"/v1/sandboxes/{sbx['id']}/ports/8999/"), "GET",
+              pattern, 502)
+    finally:
+        srv.stop()
+
 
 def test_every_route_was_checked_for_success_and_an_error(template):
     out = subprocess.check_output([str(DAEMON), "--print-routes"], text=True)

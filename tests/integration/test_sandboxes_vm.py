@@ -11,11 +11,7 @@ import time
 
 import pytest
 
-from conftest import create_sandbox, exec_cmd, read_sse, wait_for
-
-
-def qemu_pid(d, sid):
-    return int((d.data_dir / "sandboxes" / sid / "qemu.pid").read_text())
+from conftest import create_sandbox, exec_cmd, qemu_pid, read_sse, wait_for
 
 
 def qemu_pids():
