@@ -17,6 +17,7 @@ export type {
   ExecStreamOptions,
   SandboxRunCodeOptions,
   BackgroundExecOptions,
+  PortUrlOptions,
 } from "./sandbox.js";
 export { Command } from "./command.js";
 export type { CommandInfo, CommandOutput, CommandOutputOptions, CommandSignal } from "./command.js";

@@ -30,6 +30,12 @@ export interface SandboxInfo {
   vcpus: number | null;
   memory_mib: number | null;
   metadata: Record<string, string>;
+  /** Its network settings (docs/network.md): `public_ports`, and the egress policy. */
+  network: Record<string, unknown>;
+  /** The token of its private ports (the `X-Access-Token` header); only from a create or a get of this sandbox, else null. */
+  access_token: string | null;
+  /** The daemon's `--proxy-domain` (ports at `PORT-sbx-....DOMAIN`); only from a create or a get, else null. */
+  proxy_domain: string | null;
 }
 
 /** The result of `exec`, `execStream` and `Sandbox.runCode`. */
@@ -138,6 +144,9 @@ export function parseSandboxInfo(v: unknown): SandboxInfo {
     vcpus: num(v.vcpus, null),
     memory_mib: num(v.memory_mib, null),
     metadata: stringMap(v.metadata),
+    network: isObject(v.network) ? { ...v.network } : {},
+    access_token: str(v.access_token, null),
+    proxy_domain: str(v.proxy_domain, null),
   };
 }
 

@@ -15,7 +15,7 @@ import {
 } from "./code_context.js";
 import { Command, parseCommandInfo } from "./command.js";
 import { type ConnectionOptions, resolveConfig } from "./config.js";
-import { CommandFailed, ConnectionError, NotFoundError, apiError } from "./errors.js";
+import { CommandFailed, ConnectionError, NotFoundError, PandaStackError, apiError } from "./errors.js";
 import { Filesystem } from "./filesystem.js";
 import { HttpClient, seg } from "./http.js";
 import {
@@ -28,6 +28,11 @@ import {
   str,
 } from "./models.js";
 import { parseJsonEvent, readSse } from "./sse.js";
+
+/** Throws RangeError unless port is an integer 1-65535. */
+function checkPort(port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`port must be an integer from 1 to 65535, got ${String(port)}`);
+}
 
 /** The template `Sandbox.create` uses when none is named. */
 export const DEFAULT_TEMPLATE = "code-interpreter";
@@ -42,7 +47,21 @@ export interface SandboxCreateOptions extends ConnectionOptions {
   env?: Record<string, string>;
   /** Labels to find the sandbox by (`Sandbox.list({ metadata })`). */
   metadata?: Record<string, string>;
+  /**
+   * The API's `network` object (docs/network.md): `{ public_ports: true }` serves
+   * the sandbox's ports without credentials; `egress`, `allow_out`, `deny_out`
+   * set its outbound policy.
+   */
+  network?: Record<string, unknown>;
   signal?: AbortSignal;
+}
+
+/** Options of `Sandbox.getUrl`. */
+export interface PortUrlOptions {
+  /** The path (and query) on the server; default "/". */
+  path?: string;
+  /** Put the access token in the query (`?access_token=`), e.g. for a browser. */
+  withToken?: boolean;
 }
 
 /** Options of `Sandbox.list`. */
@@ -120,14 +139,80 @@ export class Sandbox {
   /** Files in the guest. */
   readonly filesystem: Filesystem;
   /** The sandbox as last seen (create, connect, getInfo, setTtl). */
-  info: SandboxInfo;
+  private current: SandboxInfo;
   private readonly http: HttpClient;
+  /** Kept from the answers that carry them (create, connect, getInfo). */
+  private token: string | null;
+  private domain: string | null;
 
   private constructor(http: HttpClient, info: SandboxInfo) {
     this.http = http;
-    this.info = info;
+    this.current = info;
+    this.token = info.access_token;
+    this.domain = info.proxy_domain;
     this.id = info.id;
     this.filesystem = new Filesystem(http, info.id);
+  }
+
+  /** The sandbox as last seen (create, connect, getInfo, setTtl). */
+  get info(): SandboxInfo {
+    return this.current;
+  }
+
+  set info(v: SandboxInfo) {
+    this.current = v;
+    this.token = v.access_token ?? this.token;
+    this.domain = v.proxy_domain ?? this.domain;
+  }
+
+  /** The token that opens the sandbox's private ports (send it as the `X-Access-Token` header), or null. */
+  get accessToken(): string | null {
+    return this.token;
+  }
+
+  /**
+   * The host name serving `port` of the sandbox, `PORT-sbx-....DOMAIN`, when the
+   * daemon runs with `--proxy-domain`; null otherwise (use `getUrl`). Throws
+   * RangeError for a port outside 1-65535.
+   */
+  getHost(port: number): string | null {
+    checkPort(port);
+    if (!this.domain) return null;
+    return `${port}-${this.id.replace("_", "-")}.${this.domain}`;
+  }
+
+  /**
+   * A URL of `path` on the server listening on `port` in the sandbox:
+   * `http(s)://PORT-sbx-....DOMAIN/path` with a proxy domain (the API URL's
+   * scheme and port), else `API_URL/v1/sandboxes/ID/ports/PORT/path`. Private
+   * ports need the `X-Access-Token` header (`accessToken`), or `withToken`.
+   */
+  getUrl(port: number, opts: PortUrlOptions = {}): string {
+    const host = this.getHost(port);
+    const rel = (opts.path ?? "").replace(/^\/+/, "");
+    let url: string;
+    if (host) {
+      const api = new URL(this.http.config.apiUrl);
+      url = `${api.protocol}//${host}${api.port ? `:${api.port}` : ""}/${rel}`;
+    } else {
+      url = `${this.http.config.apiUrl}/v1/sandboxes/${seg(this.id)}/ports/${port}/${rel}`;
+    }
+    if (opts.withToken) {
+      if (!this.token) throw new PandaStackError("this sandbox has no access token (its ports are reached with the team's key)", { code: "no_access_token" });
+      url += `${rel.includes("?") ? "&" : "?"}access_token=${encodeURIComponent(this.token)}`;
+    }
+    return url;
+  }
+
+  /**
+   * Changes the sandbox's network settings at once (`PUT .../network`,
+   * docs/network.md), e.g. `{ egress: "deny", allow_out: ["pypi.org"] }`.
+   * Resolves to the settings now in force.
+   */
+  async updateNetwork(network: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (!isObject(network)) throw new TypeError("network must be an object, e.g. { public_ports: true }");
+    const raw = await this.http.json({ method: "PUT", path: `/v1/sandboxes/${seg(this.id)}/network`, json: network });
+    return isObject(raw) ? { ...raw } : {};
   }
 
   /** The template the sandbox was restored from. */
@@ -151,6 +236,10 @@ export class Sandbox {
     if (opts.ttlSeconds !== undefined) body.ttl_seconds = opts.ttlSeconds;
     if (opts.env !== undefined) body.env = opts.env;
     if (opts.metadata !== undefined) body.metadata = opts.metadata;
+    if (opts.network !== undefined) {
+      if (!isObject(opts.network)) throw new TypeError("network must be an object, e.g. { public_ports: true }");
+      body.network = opts.network;
+    }
     const raw = await http.json({
       method: "POST",
       path: "/v1/sandboxes",

@@ -93,9 +93,12 @@ def _created_sandbox(doc: Any) -> SandboxInfo:
 
 def create_sandbox(ep: Endpoint, template: str, ttl_seconds: Optional[int],
                    env: Optional[Mapping[str, str]],
-                   metadata: Optional[Mapping[str, str]]) -> Call[SandboxInfo]:
+                   metadata: Optional[Mapping[str, str]],
+                   network: Optional[Mapping[str, Any]] = None) -> Call[SandboxInfo]:
     """POST /v1/sandboxes: restore ``template``."""
     body: Dict[str, Any] = {"template": template}
+    if network is not None:
+        body["network"] = _network_object(network)
     if ttl_seconds is not None:
         body["ttl_seconds"] = ttl_seconds
     if env is not None:
@@ -138,6 +141,59 @@ def set_ttl(path: str, ttl_seconds: int) -> Call[SandboxInfo]:
     """POST .../ttl."""
     return Call("POST", path + "/ttl", SandboxInfo.from_json,
                 json_body={"ttl_seconds": ttl_seconds})
+
+
+def _network_object(network: Mapping[str, Any]) -> Dict[str, Any]:
+    if not isinstance(network, Mapping):
+        raise TypeError("network must be a mapping, e.g. {\"public_ports\": True}")
+    return dict(network)
+
+
+def _network_answer(doc: Any) -> Dict[str, Any]:
+    return dict(doc) if isinstance(doc, dict) else {}
+
+
+def update_network(path: str, network: Mapping[str, Any]) -> Call[Dict[str, Any]]:
+    """PUT .../network: the sandbox's network settings from now on."""
+    return Call("PUT", path + "/network", _network_answer, json_body=_network_object(network))
+
+
+def port_host(sandbox_id: str, domain: Optional[str], port: int) -> Optional[str]:
+    """The host name of ``port`` of the sandbox by the Host form (its id
+    with ``sbx-``, a valid DNS label), or None without a proxy domain."""
+    _check_port(port)
+    if not domain:
+        return None
+    return f"{port}-{sandbox_id.replace('_', '-', 1)}.{domain}"
+
+
+def port_url(ep: Endpoint, sandbox_id: str, domain: Optional[str], token: Optional[str],
+             port: int, path: str, with_token: bool) -> str:
+    """A URL of ``path`` on ``port`` of the sandbox: by host name when the
+    daemon has a proxy domain (same scheme and port as the API URL), else by
+    path under the API URL; with ``?access_token=`` when with_token."""
+    if not isinstance(path, str):
+        raise TypeError("path must be a string")
+    host = port_host(sandbox_id, domain, port)
+    rel = path.lstrip("/")
+    if host:
+        default = 443 if ep.https else 80
+        netloc = host if ep.port == default else f"{host}:{ep.port}"
+        url = f"{'https' if ep.https else 'http'}://{netloc}/{rel}"
+    else:
+        url = f"{ep.api_url}{sandbox_path(sandbox_id)}/ports/{port}/{rel}"
+    if with_token:
+        if not token:
+            raise PandaStackError("this sandbox has no access token (its ports are reached "
+                                  "with the team's key)", "no_access_token")
+        sep = "&" if "?" in rel else "?"
+        url += f"{sep}access_token={urllib.parse.quote(token)}"
+    return url
+
+
+def _check_port(port: int) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port must be an integer from 1 to 65535, got {port!r}")
 
 
 def kill_sandbox(path: str) -> Call[None]:

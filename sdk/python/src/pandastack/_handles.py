@@ -12,6 +12,7 @@ import time
 from typing import List, Optional
 
 from . import _calls
+from ._core import Endpoint
 from .models import CodeContextInfo, CommandInfo, CommandOutput, ExecResult, SandboxInfo
 
 
@@ -23,10 +24,27 @@ class SandboxHandle:
         info: the last :class:`~pandastack.SandboxInfo` the API returned.
     """
 
-    def __init__(self, info: SandboxInfo) -> None:
+    _token: Optional[str] = None
+    _domain: Optional[str] = None
+
+    def __init__(self, info: SandboxInfo, endpoint: Endpoint) -> None:
+        self._ep = endpoint
+        self.id: str = info.id
+        self._path: str = _calls.sandbox_path(info.id)
+        self._info = info
         self.info = info
-        self.id = info.id
-        self._path = _calls.sandbox_path(info.id)
+
+    @property
+    def info(self) -> SandboxInfo:
+        """The last SandboxInfo the API returned."""
+        return self._info
+
+    @info.setter
+    def info(self, value: SandboxInfo) -> None:
+        # only a create and a get of this sandbox carry these: keep them
+        self._info = value
+        self._token = value.access_token or self._token
+        self._domain = value.proxy_domain or self._domain
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(id={self.id!r}, template={self.info.template!r}, "
@@ -41,6 +59,28 @@ class SandboxHandle:
     def status(self) -> str:
         """The status when last seen: running, paused, stopped or error."""
         return self.info.status
+
+    @property
+    def access_token(self) -> Optional[str]:
+        """The token that opens the sandbox's private ports (send it as the
+        ``X-Access-Token`` header), or None when the daemon gave none."""
+        return self._token
+
+    def get_host(self, port: int) -> Optional[str]:
+        """The host name serving ``port`` of the sandbox,
+        ``PORT-sbx-....DOMAIN``, when the daemon runs with ``--proxy-domain``;
+        None otherwise (use :meth:`get_url`). Raises ValueError for a port
+        outside 1-65535."""
+        return _calls.port_host(self.id, self._domain, port)
+
+    def get_url(self, port: int, path: str = "", *, with_token: bool = False) -> str:
+        """A URL of ``path`` on the server listening on ``port`` in the
+        sandbox: ``http(s)://PORT-sbx-....DOMAIN/path`` with a proxy domain,
+        else ``API_URL/v1/sandboxes/ID/ports/PORT/path``. Private ports need
+        the ``X-Access-Token`` header (:attr:`access_token`) or, with
+        ``with_token=True``, the token in the URL's query (for a browser)."""
+        return _calls.port_url(self._ep, self.id, self._domain, self._token, port, path,
+                               with_token)
 
 
 class ContextHandle:

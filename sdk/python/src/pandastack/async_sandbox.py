@@ -10,8 +10,8 @@ object pools, so many calls may be in flight at once from one event loop.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Literal, Mapping, Optional, Type, TypeVar, \
-    Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Mapping, Optional, Type, \
+    TypeVar, Union, overload
 
 from . import _calls
 from ._async_http import AsyncTransport
@@ -55,7 +55,7 @@ class AsyncSandbox(SandboxHandle):
     """
 
     def __init__(self, info: SandboxInfo, transport: AsyncTransport) -> None:
-        super().__init__(info)
+        super().__init__(info, transport)
         self._t = transport
         self.filesystem = AsyncFilesystem(transport, info.id)
 
@@ -64,6 +64,7 @@ class AsyncSandbox(SandboxHandle):
     async def create(cls, template: str = DEFAULT_TEMPLATE, ttl_seconds: Optional[int] = None,
                      *, env: Optional[Mapping[str, str]] = None,
                      metadata: Optional[Mapping[str, str]] = None,
+                     network: Optional[Mapping[str, Any]] = None,
                      api_key: Optional[str] = None, api_url: Optional[str] = None,
                      request_timeout: Optional[float] = DEFAULT_TIMEOUT,
                      max_retries: int = DEFAULT_MAX_RETRIES,
@@ -72,7 +73,8 @@ class AsyncSandbox(SandboxHandle):
         same arguments, result and errors)."""
         t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
         try:
-            info = await t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata))
+            info = await t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata,
+                                                      network))
         except BaseException:
             t.close()
             raise
@@ -123,6 +125,12 @@ class AsyncSandbox(SandboxHandle):
         :meth:`Sandbox.set_ttl`."""
         self.info = await self._t.call(_calls.set_ttl(self._path, ttl_seconds))
         return self.info
+
+    async def update_network(self, network: Mapping[str, Any]) -> Dict[str, Any]:
+        """Change the sandbox's network settings at once, as
+        :meth:`Sandbox.update_network`."""
+        answer: Dict[str, Any] = await self._t.call(_calls.update_network(self._path, network))
+        return answer
 
     async def kill(self) -> None:
         """Stop the sandbox and delete it (one already gone is not an error),

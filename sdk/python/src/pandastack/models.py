@@ -282,7 +282,11 @@ class Execution:
 class SandboxInfo:
     """A sandbox as the API describes it (docs/api.md, "Sandbox").
 
-    Times are RFC 3339 UTC strings as sent by the API.
+    Times are RFC 3339 UTC strings as sent by the API. ``network`` is its
+    network settings (``public_ports``, and the egress policy); ``access_token``
+    (opens its private exposed ports) and ``proxy_domain`` (the daemon's
+    ``--proxy-domain``) come only with a create or a get of this one sandbox,
+    and are None otherwise.
     """
 
     id: str
@@ -295,6 +299,9 @@ class SandboxInfo:
     vcpus: int = 0
     memory_mib: int = 0
     metadata: Dict[str, str] = field(default_factory=dict)
+    network: Dict[str, Any] = field(default_factory=dict)
+    access_token: Optional[str] = None
+    proxy_domain: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Any) -> "SandboxInfo":
@@ -312,6 +319,9 @@ class SandboxInfo:
             vcpus=_int(d, "vcpus"),
             memory_mib=_int(d, "memory_mib"),
             metadata=_str_map(d.get("metadata")),
+            network=dict(d["network"]) if isinstance(d.get("network"), dict) else {},
+            access_token=_opt_str(d, "access_token"),
+            proxy_domain=_opt_str(d, "proxy_domain"),
         )
 
 

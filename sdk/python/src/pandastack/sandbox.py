@@ -8,8 +8,8 @@ own connection).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Literal, Mapping, Optional, Type, Union, \
-    overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Mapping, Optional, Type, \
+    Union, overload
 
 from . import _calls
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
@@ -46,7 +46,7 @@ class Sandbox(SandboxHandle):
     """
 
     def __init__(self, info: SandboxInfo, transport: Transport) -> None:
-        super().__init__(info)
+        super().__init__(info, transport)
         self._t = transport
         self.filesystem = Filesystem(transport, info.id)
 
@@ -55,6 +55,7 @@ class Sandbox(SandboxHandle):
     def create(cls, template: str = DEFAULT_TEMPLATE, ttl_seconds: Optional[int] = None, *,
                env: Optional[Mapping[str, str]] = None,
                metadata: Optional[Mapping[str, str]] = None,
+               network: Optional[Mapping[str, Any]] = None,
                api_key: Optional[str] = None, api_url: Optional[str] = None,
                request_timeout: Optional[float] = DEFAULT_TIMEOUT,
                max_retries: int = DEFAULT_MAX_RETRIES,
@@ -68,6 +69,10 @@ class Sandbox(SandboxHandle):
                 None uses the daemon's default (300 s unless configured).
             env: default environment variables of every command.
             metadata: string labels, usable as filters in :meth:`list`.
+            network: the sandbox's network settings (docs/network.md), passed
+                as the API's ``network`` object: ``{"public_ports": True}``
+                serves its exposed ports without credentials; ``egress``,
+                ``allow_out``, ``deny_out`` set its outbound policy.
             api_key: API key; default ``PANDASTACK_API_KEY``.
             api_url: API base URL; default ``PANDASTACK_API_URL``, then
                 ``http://127.0.0.1:8080``.
@@ -87,7 +92,8 @@ class Sandbox(SandboxHandle):
             TimeoutError.
         """
         t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
-        return cls(t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata)), t)
+        return cls(t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata,
+                                                network)), t)
 
     @classmethod
     def connect(cls, sandbox_id: str, *, api_key: Optional[str] = None,
@@ -142,6 +148,14 @@ class Sandbox(SandboxHandle):
         when it already stopped."""
         self.info = self._t.call(_calls.set_ttl(self._path, ttl_seconds))
         return self.info
+
+    def update_network(self, network: Mapping[str, Any]) -> Dict[str, Any]:
+        """Change the sandbox's network settings at once (``PUT
+        .../network``, docs/network.md): ``network`` is the API's object,
+        e.g. ``{"egress": "deny", "allow_out": ["pypi.org"]}``. Returns the
+        settings now in force."""
+        answer: Dict[str, Any] = self._t.call(_calls.update_network(self._path, network))
+        return answer
 
     def kill(self) -> None:
         """Stop the sandbox and delete it. Killing a sandbox that is already
