@@ -240,6 +240,44 @@ def test_create_equals_form_env_metadata_and_json(api, run):
                                          "metadata": {"user": "alice"}}
 
 
+def test_create_network(api, run):
+    api.route("POST", "/v1/sandboxes", reply(201, SANDBOX))
+    r = run("sandbox", "create", "--template", "base", "--network",
+            '{"egress": "deny", "allow_out": ["pypi.org"]}', "--public-ports")
+    assert r.code == 0, r
+    assert api.only_request().json() == {
+        "template": "base",
+        "network": {"egress": "deny", "allow_out": ["pypi.org"], "public_ports": True}}
+    for bad in ("[1]", "{", '{"a": 1, "a": 2}'):
+        r = run("sandbox", "create", "--template", "base", "--network", bad)
+        assert r.code == 2 and b"--network wants a JSON object" in r.err, (bad, r)
+
+
+def test_url_by_path_and_by_host(api, run):
+    token = "pdt_" + "cd" * 24
+    api.route("GET", f"/v1/sandboxes/{SBX}", reply(200, dict(SANDBOX, access_token=token,
+                                                              proxy_domain=None)))
+    r = run("sandbox", "url", SBX, "8000")
+    assert r.code == 0, r
+    assert r.stdout == f"{api.url}/v1/sandboxes/{SBX}/ports/8000/\n"
+    r = run("sandbox", "url", SBX, "8000", "--path", "/a?b=1", "--token")
+    assert r.stdout == f"{api.url}/v1/sandboxes/{SBX}/ports/8000/a?b=1&access_token={token}\n"
+    api.route("GET", f"/v1/sandboxes/{SBX}", reply(200, dict(SANDBOX, access_token=token,
+                                                              proxy_domain="sbx.test")))
+    port = api.url.rsplit(":", 1)[1]
+    host = f"8000-{SBX.replace('_', '-')}.sbx.test"
+    r = run("sandbox", "url", SBX, "8000", "--path", "x")
+    assert r.stdout == f"http://{host}:{port}/x\n"
+    r = run("--json", "sandbox", "url", SBX, "8000")
+    assert json.loads(r.stdout) == {"url": f"http://{host}:{port}/", "host": host,
+                                    "access_token": token}
+    for bad in ("0", "65536", "http"):
+        r = run("sandbox", "url", SBX, bad)
+        assert r.code == 2, (bad, r)
+    r = run("sandbox", "url", SBX, "80", "--path", "a b")
+    assert r.code == 2
+
+
 def test_list_get_set_ttl(api, run):
     hostile = dict(SANDBOX, id="sbx_\x1b[2Jevil", template="t\x07")
     api.route("GET", "/v1/sandboxes", reply(200, {"sandboxes": [SANDBOX, hostile]}))
