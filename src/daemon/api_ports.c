@@ -48,6 +48,7 @@
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "daemon/metrics.h"
 #include "daemon/port_resp.h"
 #include "daemon/port_splice.h"
 #include "daemon/port_target.h"
@@ -88,6 +89,7 @@ static void proxy_free(void *p)
 		return;
 	if (x->fd >= 0)
 		close(x->fd);
+	metrics_port_bytes(x->up, x->down);
 	sbx_release(x->sb);
 	free(x);
 }
@@ -288,24 +290,30 @@ static int build_head(struct http_req *r, struct proxy *x, struct dynbuf *b)
 /* Answer a failed connect (err) to port of sb. */
 static void reply_connect_failed(struct http_req *r, struct sbx *sb, unsigned port, int err)
 {
-	if (err == -ESRCH || sbx_ending(sb))
+	if (err == -ESRCH || sbx_ending(sb)) {
+		metrics_port_request(METRICS_PORT_NOT_RUNNING);
 		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is not running",
 				 sbx_id(sb));
-	else if (err == -ECONNREFUSED)
+	} else if (err == -ECONNREFUSED) {
+		metrics_port_request(METRICS_PORT_NOT_OPEN);
 		http_reply_error(r, API_ERR_PORT_NOT_OPEN,
 				 "nothing listens on port %u in sandbox %.64s", port, sbx_id(sb));
-	else
+	} else {
+		metrics_port_request(METRICS_PORT_UNREACHABLE);
 		http_reply_error(r, API_ERR_PORT_UNREACHABLE,
 				 "port %u of sandbox %.64s did not take a connection within %d s (%s)",
 				 port, sbx_id(sb), PORT_CONNECT_MS / 1000, strerror(-err));
+	}
 }
 
 void api_ports_begin(struct http_req *r)
 {
 	unsigned port = (unsigned)strtoul(r->params[1], NULL, 10);
 	struct sbx *sb = authorize(r, port);
-	if (!sb)
+	if (!sb) {
+		metrics_port_request(METRICS_PORT_REFUSED);
 		return;
+	}
 	struct proxy *x = calloc(1, sizeof(*x));
 	if (!x) {
 		sbx_release(sb);
@@ -330,6 +338,8 @@ void api_ports_begin(struct http_req *r)
 	struct dynbuf head;
 	dynbuf_init(&head, PORT_REQ_HEAD_MAX);
 	int e = build_head(r, x, &head);
+	if (e == -E2BIG || e == -EINVAL)
+		metrics_port_request(METRICS_PORT_BAD_REQUEST);
 	if (e == -E2BIG) {
 		http_reply_error(r, API_ERR_HEADERS_TOO_LARGE,
 				 "the request's target and headers are over %u bytes",
@@ -490,17 +500,20 @@ void api_ports_end(struct http_req *r)
 		return;
 	}
 	if (e == -ESRCH) {
+		metrics_port_request(METRICS_PORT_NOT_RUNNING);
 		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s stopped",
 				 sbx_id(x->sb));
 		return;
 	}
 	if (e == -ETIMEDOUT) {
+		metrics_port_request(METRICS_PORT_TIMEOUT);
 		http_reply_error(r, API_ERR_PORT_TIMEOUT,
 				 "the server on port %u did not answer within %lld s", x->port,
 				 (long long)(x->idle_ms / 1000));
 		return;
 	}
 	if (e || (x->resp.upgrade && !x->upgrade_req)) {
+		metrics_port_request(METRICS_PORT_BAD_RESPONSE);
 		http_reply_error(r, API_ERR_PORT_BAD_RESPONSE,
 				 "the server on port %u %s", x->port,
 				 e == -E2BIG ? "answered with a head over 16 KiB or 100 headers"
@@ -535,6 +548,7 @@ void api_ports_end(struct http_req *r)
 	copy_headers(x, resp);
 	if (r->port_path_form)
 		MHD_add_response_header(resp, "Content-Security-Policy", PATH_FORM_CSP);
+	metrics_port_request(x->resp.upgrade ? METRICS_PORT_UPGRADED : METRICS_PORT_FORWARDED);
 	log_kv(LOG_INFO, "port.request", "id=%s port=%u status=%u up=%llu upgrade=%d",
 	       sbx_id(x->sb), x->port, x->resp.status, (unsigned long long)x->up,
 	       x->resp.upgrade);

@@ -27,6 +27,20 @@ static atomic_uint_fast64_t http_by_status[N_STATUSES + 1];
 static atomic_uint_fast64_t creates_ok, creates_failed;
 static atomic_uint_fast64_t events[METRICS_N_EVENTS];
 static struct histogram exec_hist, create_hist;
+static atomic_uint_fast64_t port_results[METRICS_PORT_N_RESULTS];
+static atomic_uint_fast64_t port_bytes_up, port_bytes_down;
+
+static const char *const port_result_names[METRICS_PORT_N_RESULTS] = {
+	[METRICS_PORT_FORWARDED] = "forwarded",
+	[METRICS_PORT_UPGRADED] = "upgraded",
+	[METRICS_PORT_REFUSED] = "refused",
+	[METRICS_PORT_NOT_RUNNING] = "not_running",
+	[METRICS_PORT_NOT_OPEN] = "not_open",
+	[METRICS_PORT_UNREACHABLE] = "unreachable",
+	[METRICS_PORT_TIMEOUT] = "timeout",
+	[METRICS_PORT_BAD_RESPONSE] = "bad_response",
+	[METRICS_PORT_BAD_REQUEST] = "bad_request",
+};
 
 static const char *const event_names[METRICS_N_EVENTS] = {
 	[METRICS_VM_DIED] = "vm_died",
@@ -76,6 +90,18 @@ void metrics_event(enum metrics_event e)
 		atomic_fetch_add(&events[e], 1);
 }
 
+void metrics_port_request(enum metrics_port_result result)
+{
+	if ((unsigned)result < METRICS_PORT_N_RESULTS)
+		atomic_fetch_add(&port_results[result], 1);
+}
+
+void metrics_port_bytes(uint64_t up, uint64_t down)
+{
+	atomic_fetch_add(&port_bytes_up, up);
+	atomic_fetch_add(&port_bytes_down, down);
+}
+
 static void write_hist(FILE *f, const char *name, const char *help, struct histogram *h)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
@@ -121,6 +147,18 @@ int metrics_write(FILE *f)
 	for (size_t i = 0; i < METRICS_N_EVENTS; i++)
 		fprintf(f, "pandastack_events_total{event=\"%s\"} %llu\n", event_names[i],
 			(unsigned long long)atomic_load(&events[i]));
+	fprintf(f, "# HELP pandastack_port_requests_total Requests for sandboxes' exposed ports "
+		   "by result.\n# TYPE pandastack_port_requests_total counter\n");
+	for (size_t i = 0; i < METRICS_PORT_N_RESULTS; i++)
+		fprintf(f, "pandastack_port_requests_total{result=\"%s\"} %llu\n",
+			port_result_names[i], (unsigned long long)atomic_load(&port_results[i]));
+	fprintf(f, "# HELP pandastack_port_bytes_total Bytes carried for sandboxes' exposed ports "
+		   "(bodies and upgraded connections).\n"
+		   "# TYPE pandastack_port_bytes_total counter\n"
+		   "pandastack_port_bytes_total{direction=\"to_sandbox\"} %llu\n"
+		   "pandastack_port_bytes_total{direction=\"from_sandbox\"} %llu\n",
+		(unsigned long long)atomic_load(&port_bytes_up),
+		(unsigned long long)atomic_load(&port_bytes_down));
 	write_hist(f, "pandastack_sandbox_create_duration_seconds",
 		   "Time from create request to a running sandbox.", &create_hist);
 	write_hist(f, "pandastack_exec_duration_seconds",

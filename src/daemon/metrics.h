@@ -25,6 +25,29 @@ enum metrics_event {
 	METRICS_N_EVENTS
 };
 
+/* How a request for an exposed port (api_ports.c) ended. */
+enum metrics_port_result {
+	METRICS_PORT_FORWARDED = 0, /* the server's answer went back to the caller */
+	METRICS_PORT_UPGRADED,      /* a 101: the connection became a splice (WebSocket) */
+	METRICS_PORT_REFUSED,       /* the credentials did not open the port (401, 404;
+				     * 409 for a team key and a stopped sandbox) */
+	METRICS_PORT_NOT_RUNNING,   /* the sandbox was not running or ended (409) */
+	METRICS_PORT_NOT_OPEN,      /* nothing listened on the port (502) */
+	METRICS_PORT_UNREACHABLE,   /* the connect did not complete (502) */
+	METRICS_PORT_TIMEOUT,       /* the server did not answer in time (504) */
+	METRICS_PORT_BAD_RESPONSE,  /* the server's head was not acceptable HTTP/1.x (502) */
+	METRICS_PORT_BAD_REQUEST,   /* the caller's head could not be forwarded (404, 431) */
+	METRICS_PORT_N_RESULTS
+};
+
+/* metrics_port_request - count one request for an exposed port. */
+void metrics_port_request(enum metrics_port_result result);
+
+/* metrics_port_bytes - add bytes carried for exposed ports: up (to the
+ * sandbox's server: request bodies, a splice's caller side) and down (from
+ * it: answer bodies, a splice's server side), in bytes. */
+void metrics_port_bytes(uint64_t up, uint64_t down);
+
 /* metrics_http_response - count one HTTP answer with this status. */
 void metrics_http_response(unsigned status);
 

@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/metrics.h"
 #include "daemon/sandbox.h"
 
 /* How often a quiet splice looks at its idle time and its sandbox, ms. */
@@ -152,6 +153,7 @@ static void *splice_main(void *arg)
 	log_kv(LOG_INFO, "port.upgraded_end", "id=%s port=%u up=%llu down=%llu ms=%lld why=%s",
 	       sbx_id(s->e.sb), s->e.port, (unsigned long long)s->up.total,
 	       (unsigned long long)s->down.total, (long long)(util_now_ms() - s->t0), why);
+	metrics_port_bytes(s->up.total, s->down.total);
 	finish(s);
 	return NULL;
 }

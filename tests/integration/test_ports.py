@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import time
@@ -86,6 +87,31 @@ def test_access_by_path(d, a):
         assert r.status == status, (key, headers, r)
     # a wrong key does not win over a good token
     assert srv.get("/echo", key=other, headers={"X-Access-Token": token}).status == 200
+
+
+def port_metrics(d):
+    """{label: value} of the daemon's exposed-port counters."""
+    text = d.request("GET", "/metrics").body.decode()
+    return {m.group(1): int(m.group(2)) for m in re.finditer(
+        r'^pandastack_port_\w+\{\w+="(\w+)"\} (\d+)$', text, re.M)}
+
+
+def test_metrics_count_port_traffic(d, a):
+    sb, srv = a
+    before = port_metrics(d)
+    assert {"forwarded", "refused", "not_open", "to_sandbox", "from_sandbox"} <= before.keys()
+    assert srv.get("/bytes/1000").status == 200
+    r = d.request("PUT", f"/v1/sandboxes/{sb['id']}/ports/8000/sha256", b"x" * 300)
+    assert r.status == 200 and r.json()["length"] == 300
+    assert srv.get("/echo", key=None).status == 401
+    assert d.request("GET", f"/v1/sandboxes/{sb['id']}/ports/8999/").status == 502
+    after = port_metrics(d)
+    delta = {k: after[k] - before[k] for k in before}
+    assert delta["forwarded"] == 2 and delta["refused"] == 1 and delta["not_open"] == 1, delta
+    # bytes are added when a request's state is freed, just after its answer
+    wait_for(lambda: (lambda m: m["to_sandbox"] - before["to_sandbox"] == 300 and
+                      m["from_sandbox"] - before["from_sandbox"] >= 1000)(port_metrics(d)),
+             10, 0.2, "the port byte counters (300 up, /bytes/1000 and a JSON answer down)")
 
 
 def test_python_http_server_in_the_background(d, a):
