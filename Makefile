@@ -69,7 +69,7 @@ LIB_MCP    := $(BUILD)/libmcp.a
 # never enables that mechanism and src/agent/gssapi_absent.c answers them.
 AGENT_LIBS := -ljansson -lzmq -lsodium -lpgm -lnorm -lprotokit -lbsd -lmd \
               -lcrypto -lstdc++ -lpthread -lm
-HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lhttp_parser -lpthread -lm
+HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lcares -lhttp_parser -lpthread -lm
 
 PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
             $(BUILD)/pandastack-engine
@@ -297,7 +297,8 @@ conformance-python: $(BUILD)/pandastackd
 # from a library it does not test.  Which libraries, by the test's name:
 #   test_cli_*  fuzz_cli*                            libcli
 #   test_mcp_*  fuzz_mcp*                            libmcp libcli (its REST backend)
-#   test_daemon_*  test_web_*  fuzz_api_*            libdaemon libengine libmcp libcli
+#   test_daemon_*  test_web_*  test_net_*  fuzz_api_*  fuzz_net_*
+#                                                    libdaemon libengine libmcp libcli
 #                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
@@ -306,7 +307,7 @@ conformance-python: $(BUILD)/pandastackd
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
 # test of a new module adds its name pattern here.
-TESTS_OF_DAEMON := test_daemon_% test_web_% fuzz_api_%
+TESTS_OF_DAEMON := test_daemon_% test_web_% test_net_% fuzz_api_% fuzz_net_%
 TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
 TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% test_netslot% fuzz_qmp% \

@@ -64,6 +64,14 @@ void api_sandboxes_delete(struct http_req *r);
 /* POST /v1/sandboxes/{id}/ttl: move the expiry. */
 void api_sandboxes_ttl(struct http_req *r);
 
+/* GET /v1/sandboxes/{id}/network: the sandbox's egress policy
+ * (api_network.c). */
+void api_network_get(struct http_req *r);
+/* PUT /v1/sandboxes/{id}/network: the keys of the body replace those of
+ * the policy, the others keep theirs; it applies at once, open connections
+ * it refuses are closed; answers the new policy. */
+void api_network_put(struct http_req *r);
+
 /* POST /v1/sandboxes/{id}/exec: run, collect, answer the result (api_exec.c). */
 void api_exec(struct http_req *r);
 /* POST /v1/sandboxes/{id}/exec_stream: run, relay output as SSE
@@ -137,6 +145,18 @@ json_t *api_sandbox_json(const struct sandbox_row *row);
  * one sandbox show its team (create, GET /v1/sandboxes/{id}): its ports'
  * access_token and the daemon's proxy_domain (docs/network.md). */
 json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row);
+
+/* api_network_json - the row's network settings: its policy object (the
+ * default policy's for a row without one) and public_ports (new reference;
+ * NULL when out of memory). */
+json_t *api_network_json(const struct sandbox_row *row);
+
+/*
+ * api_sandbox_row - the stored row of the request's {id} (any status) for
+ * its team: 0 with *row (sandbox_row_clear), or -errno with the answer
+ * already sent (404 sandbox_not_found, 500).
+ */
+int api_sandbox_row(struct http_req *r, struct sandbox_row *row);
 
 /* api_reply_body_error - 400 with a validation error. */
 void api_reply_body_error(struct http_req *r, const struct body_error *e);

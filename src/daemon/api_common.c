@@ -22,6 +22,20 @@ void api_iso_time(int64_t ms, char out[32])
 	snprintf(out, 32, "%.19s.%03uZ", date, (unsigned)(ms % 1000));
 }
 
+json_t *api_network_json(const struct sandbox_row *row)
+{
+	json_t *n = json_loads(row->network_json ? row->network_json : "{}", 0, NULL);
+	if (!json_is_object(n) || json_object_size(n) == 0) {
+		json_decref(n);
+		n = json_pack("{s:s, s:[], s:[]}", "egress", "allow", "allow_out", "deny_out");
+	}
+	if (n && json_object_set_new(n, "public_ports", json_boolean(row->public_ports)) < 0) {
+		json_decref(n);
+		n = NULL;
+	}
+	return n;
+}
+
 json_t *api_sandbox_json(const struct sandbox_row *row)
 {
 	char created[32], expires[32], ended[32];
@@ -34,16 +48,16 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 		meta = json_object();
 	}
 	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused");
-	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:{s:b}}", "id",
-			 row->id, "template", row->template_name, "status", row->status, "reason",
+	json_t *net = api_network_json(row);
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", row->id,
+			 "template", row->template_name, "status", row->status, "reason",
 			 row->reason[0] ? utf8_json_lossy(row->reason, strlen(row->reason))
 					: json_null(),
 			 "created_at", created, "expires_at", expires, "ended_at",
 			 running ? json_null() : json_string(ended), "vcpus",
 			 row->vcpus ? json_integer(row->vcpus) : json_null(), "memory_mib",
 			 row->memory_mib ? json_integer(row->memory_mib) : json_null(),
-			 "metadata", meta ? meta : json_object(), "network", "public_ports",
-			 row->public_ports);
+			 "metadata", meta ? meta : json_object(), "network", net ? net : json_object());
 }
 
 json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row)
@@ -59,6 +73,21 @@ json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row)
 		return NULL;
 	}
 	return o;
+}
+
+int api_sandbox_row(struct http_req *r, struct sandbox_row *row)
+{
+	int e = sandbox_id_valid(r->params[0]) ? store_sandbox_get(r->d->store, r->params[0], row)
+					       : -ENOENT;
+	if (e == 0 && strcmp(row->team, r->who.team) != 0) {
+		sandbox_row_clear(row);
+		e = -ENOENT;
+	}
+	if (e == -ENOENT)
+		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
+	else if (e < 0)
+		http_reply_error(r, API_ERR_INTERNAL, "could not read the sandbox");
+	return e < 0 ? e : 0;
 }
 
 void api_reply_body_error(struct http_req *r, const struct body_error *e)

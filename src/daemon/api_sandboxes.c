@@ -134,20 +134,8 @@ void api_sandboxes_list(struct http_req *r)
 void api_sandboxes_get(struct http_req *r)
 {
 	struct sandbox_row row;
-	int e = sandbox_id_valid(r->params[0]) ? store_sandbox_get(r->d->store, r->params[0], &row)
-					       : -ENOENT;
-	if (e == 0 && strcmp(row.team, r->who.team) != 0) {
-		sandbox_row_clear(&row);
-		e = -ENOENT;
-	}
-	if (e == -ENOENT) {
-		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
+	if (api_sandbox_row(r, &row) < 0)
 		return;
-	}
-	if (e < 0) {
-		http_reply_error(r, API_ERR_INTERNAL, "could not read the sandbox");
-		return;
-	}
 	json_t *o = api_sandbox_json_full(r, &row);
 	sandbox_row_clear(&row);
 	http_reply_json(r, 200, o);

@@ -10,6 +10,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
+#include "daemon/net.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
@@ -81,6 +82,7 @@ void api_metrics(struct http_req *r)
 		return;
 	}
 	write_gauges(r->d, f);
+	net_metrics_write(r->d->net, f);
 	int e = metrics_write(f);
 	if (fclose(f) != 0 || e < 0 || !buf) {
 		free(buf);

@@ -12,6 +12,8 @@
 
 #include "common/body_caps.h"
 #include "common/pip_index.h"
+#include "daemon/net_denied.h"
+#include "daemon/net_resolve.h"
 #include "engine/jail.h"
 #include "engine/template.h"
 
@@ -19,7 +21,8 @@
 #define DEFAULT_DATA_DIR "/var/lib/pandastack"
 
 enum opt_kind {
-	OPT_LISTEN, OPT_PATH, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX, OPT_POOL_SIZES, OPT_DOMAIN
+	OPT_LISTEN, OPT_PATH, OPT_TEXT, OPT_U64, OPT_ACCEL, OPT_FLAG, OPT_PIP_INDEX, OPT_POOL_SIZES,
+	OPT_DOMAIN
 };
 
 struct opt {
@@ -27,7 +30,7 @@ struct opt {
 	const char *env;
 	enum opt_kind kind;
 	size_t off;       /* offset of the field in struct daemon_cfg */
-	size_t width;     /* bytes of the field (OPT_U64: 4 or 8; OPT_PATH: buffer) */
+	size_t width;     /* bytes of the field (OPT_U64: 4 or 8; OPT_PATH, OPT_TEXT: buffer) */
 	uint64_t min, max; /* OPT_U64 range */
 	const char *help;
 };
@@ -94,6 +97,14 @@ static const struct opt opts[] = {
 	 "package index (http:// or https://) every sandbox's pip uses (none: PyPI)"},
 	{"--proxy-domain", "PANDASTACK_PROXY_DOMAIN", OPT_DOMAIN, F(proxy_domain), 0, 0,
 	 "serve sandbox ports at PORT-SANDBOX_ID.DOMAIN too (the Host form; needs wildcard DNS)"},
+	{"--dns-upstream", "PANDASTACK_DNS_UPSTREAM", OPT_TEXT, F(dns_upstream), 0, 0,
+	 "IP[:PORT],... the sandboxes' resolver asks (the host's /etc/resolv.conf servers)"},
+	{"--net-deny", "PANDASTACK_NET_DENY", OPT_TEXT, F(net_deny), 0, 0,
+	 "CIDR,... no sandbox may reach, beyond the always-denied ranges (none)"},
+	{"--net-max-conns", "PANDASTACK_NET_MAX_CONNS", OPT_U64, F(net_max_conns), 1, 1000000,
+	 "connections the sandbox proxy holds open at once, in all (4096)"},
+	{"--net-max-conns-per-sandbox", "PANDASTACK_NET_MAX_CONNS_PER_SANDBOX", OPT_U64,
+	 F(net_max_conns_sandbox), 1, 1000000, "... per sandbox (256)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -181,6 +192,13 @@ static int set_opt(struct daemon_cfg *cfg, const struct opt *o, const char *val,
 	case OPT_PATH: {
 		size_t n = strlen(val);
 		if (n == 0 || n >= o->width || n > PATH_MAX - 128)
+			goto bad;
+		memcpy(base + o->off, val, n + 1);
+		return 0;
+	}
+	case OPT_TEXT: {
+		size_t n = strlen(val);
+		if (n >= o->width)
 			goto bad;
 		memcpy(base + o->off, val, n + 1);
 		return 0;
@@ -279,6 +297,8 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->ttl_grace_s = 10;
 	cfg->max_conns_per_ip = 64;
 	cfg->idle_timeout_s = 60;
+	cfg->net_max_conns = 4096;
+	cfg->net_max_conns_sandbox = 256;
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
@@ -326,6 +346,16 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	}
 	if ((uint64_t)cfg->jail_uid_first + cfg->jail_uid_count > 0xfffffffeu) {
 		snprintf(err, errlen, "--jail-uid-first + --jail-uid-count passes the largest uid");
+		return -EINVAL;
+	}
+	char why[160];
+	if (cfg->dns_upstream[0] && net_resolve_check_servers(cfg->dns_upstream, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--dns-upstream: %s", why);
+		return -EINVAL;
+	}
+	struct net_cidr deny[NET_DENIED_EXTRA_MAX];
+	if (net_denied_parse_list(cfg->net_deny, deny, NET_DENIED_EXTRA_MAX, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--net-deny: %s", why);
 		return -EINVAL;
 	}
 	if (!cfg->tls_cert[0] && !cfg->insecure_http && !config_host_is_loopback(cfg->listen_host)) {

@@ -43,6 +43,13 @@
  *                                                                 sandbox ports are also served
  *                                                                 at PORT-SANDBOX_ID.DOMAIN
  *                                                                 (Host header; docs/network.md)
+ *   --dns-upstream IP[:PORT],... PANDASTACK_DNS_UPSTREAM          /etc/resolv.conf's servers
+ *                                                                 (the sandboxes' resolver asks
+ *                                                                 these; docs/network.md)
+ *   --net-deny CIDR,...          PANDASTACK_NET_DENY              (none: more always-denied
+ *                                                                 ranges for every sandbox)
+ *   --net-max-conns N            PANDASTACK_NET_MAX_CONNS         4096 (proxied, daemon-wide)
+ *   --net-max-conns-per-sandbox N PANDASTACK_NET_MAX_CONNS_PER_SANDBOX 256
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -101,6 +108,10 @@ struct daemon_cfg {
 	uint32_t idle_timeout_s;
 	char pip_index_url[PIP_INDEX_URL_MAX + 1]; /* "" = none (common/pip_index.h) */
 	char proxy_domain[256];        /* the Host form's domain, lower case; "" = off */
+	char dns_upstream[512];        /* "IP[:PORT],..."; "" = /etc/resolv.conf */
+	char net_deny[1024];           /* extra always-denied CIDRs, "A/N,..." */
+	uint32_t net_max_conns;        /* proxied connections, daemon-wide */
+	uint32_t net_max_conns_sandbox;
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;

@@ -16,6 +16,7 @@
 #include "daemon/request_body.h"
 #include "engine/accel.h"
 
+struct net;
 struct store;
 struct sandboxes;
 struct templates;
@@ -27,6 +28,7 @@ struct daemon {
 	struct sandboxes *sandboxes;
 	struct templates *templates;
 	struct api_mcp *mcp;             /* the MCP endpoint (api_mcp.h) */
+	struct net *net;                 /* the sandboxes' proxy and resolver */
 	enum accel_kind accel;           /* resolved: ACCEL_KVM or ACCEL_TCG */
 	char accel_why[256];             /* why that accelerator */
 	char sandboxes_dir[PATH_MAX];    /* <data-dir>/sandboxes */

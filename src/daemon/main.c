@@ -3,10 +3,11 @@
  *
  * Start-up order: configuration; the data dir and its lock (one daemon per
  * data dir); the store and its migrations; the admin key on first start;
- * the accelerator; the template cache and pools; adoption of the sandboxes
- * a previous run left; the monitor; the HTTP server last, so the first
- * request sees a complete registry.  SIGINT/SIGTERM stop in reverse order
- * and leave every sandbox's QEMU running for the next start.
+ * the accelerator; the template cache and pools; the sandboxes' network
+ * service; adoption of the sandboxes a previous run left; the monitor; the
+ * HTTP server last, so the first request sees a complete registry.
+ * SIGINT/SIGTERM stop in reverse order and leave every sandbox's QEMU
+ * running for the next start.
  *
  * Exit status: 0 after a clean stop, 1 when start-up failed, 2 for bad
  * arguments.
@@ -30,6 +31,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_server.h"
 #include "daemon/monitor.h"
+#include "daemon/net.h"
 #include "daemon/route.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
@@ -173,6 +175,14 @@ int main(int argc, char **argv)
 	if ((e = templates_new(d.cfg.cache_dir, d.pool_dir, d.accel, &d.cfg, &d.templates)) < 0)
 		return fail("templates", e, NULL);
 	templates_load_all(d.templates);
+	struct net_config ncfg = {
+		.dns_upstream = d.cfg.dns_upstream,
+		.deny = d.cfg.net_deny,
+		.max_conns = d.cfg.net_max_conns,
+		.max_conns_sandbox = d.cfg.net_max_conns_sandbox,
+	};
+	if ((e = net_start(&ncfg, &d.net, err, sizeof(err))) < 0)
+		return fail("network", e, err);
 	if ((e = sandboxes_new(&d, &d.sandboxes)) < 0)
 		return fail("registry", e, NULL);
 	if ((e = sandboxes_adopt(d.sandboxes)) < 0)
@@ -195,6 +205,7 @@ int main(int argc, char **argv)
 	http_server_stop(http);
 	api_mcp_free(d.mcp);
 	monitor_stop(mon);
+	net_stop(d.net); /* proxied connections end with the daemon */
 	sandboxes_free(d.sandboxes);
 	templates_free(d.templates);
 	store_close(d.store);

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "daemon/net_policy.h"
+
 enum metrics_event {
 	METRICS_VM_DIED = 0,      /* a QEMU process exited on its own */
 	METRICS_TTL_EXPIRED,      /* the reaper stopped a sandbox */
@@ -60,6 +62,14 @@ void metrics_exec(int64_t ms);
 
 /* metrics_event - count one event. */
 void metrics_event(enum metrics_event e);
+
+/* metrics_net_refused - count one connection the sandbox proxy refused
+ * (or closed) for reason r. */
+void metrics_net_refused(enum net_refusal r);
+
+/* metrics_dns_answer - count one answer of the sandbox resolver with this
+ * DNS rcode (net_dnsmsg.h). */
+void metrics_dns_answer(unsigned rcode);
 
 /* metrics_write - every counter and histogram as Prometheus text to f.
  * Returns 0 or -EIO (a write failed). */

@@ -9,62 +9,36 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/utf8.h"
-
-static int fail(struct body_error *err, enum api_err code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct body_error *err, enum api_err code, const char *fmt, ...)
-{
-	err->code = code;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	/* Field names echoed from the request are valid UTF-8 (jansson checked
-	 * them) but vsnprintf may have cut one mid-character; jansson's own
-	 * error text may quote a raw byte of a bad body. */
-	size_t n = strlen(err->message);
-	char *clean = NULL;
-	size_t cl;
-	if (!utf8_valid(err->message, n) && utf8_sanitize(err->message, n, &clean, &cl) == 0) {
-		n = cl < sizeof(err->message) - 1 ? cl : sizeof(err->message) - 1;
-		memcpy(err->message, clean, n);
-		free(clean);
-	}
-	n -= utf8_incomplete_tail(err->message, n);
-	err->message[n] = '\0';
-	return -EINVAL;
-}
+#include "daemon/net_policy.h"
 
 /* Load buf as a JSON object.  Returns the root (new reference) or NULL. */
 static json_t *load_object(const char *buf, size_t len, struct body_error *err)
 {
 	json_error_t je;
 	if (len == 0) {
-		fail(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
+		body_error_set(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
 		return NULL;
 	}
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		/* jansson names its own flag for a \u0000: say what is wrong */
 		if (strstr(je.text, "JSON_ALLOW_NUL"))
-			fail(err, API_ERR_INVALID_JSON,
+			body_error_set(err, API_ERR_INVALID_JSON,
 			     "invalid JSON at line %d column %d: strings must not contain \\u0000",
 			     je.line, je.column);
 		else
-			fail(err, API_ERR_INVALID_JSON, "invalid JSON at line %d column %d: %.120s",
+			body_error_set(err, API_ERR_INVALID_JSON, "invalid JSON at line %d column %d: %.120s",
 			     je.line, je.column, je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		fail(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
+		body_error_set(err, API_ERR_INVALID_JSON, "the request body must be a JSON object");
 		return NULL;
 	}
 	return root;
@@ -95,7 +69,7 @@ static json_t *open_body(const char *buf, size_t len, const char *const *fields,
 	json_t *root = load_object(buf, len, err);
 	const char *k = root ? unknown_key(root, fields) : NULL;
 	if (k) {
-		fail(err, API_ERR_UNKNOWN_FIELD, "unknown field '%.64s'", k);
+		body_error_set(err, API_ERR_UNKNOWN_FIELD, "unknown field '%.64s'", k);
 		json_decref(root);
 		return NULL;
 	}
@@ -126,14 +100,14 @@ static int get_string(json_t *obj, const char *field, size_t maxlen, int require
 		*outlen = 0;
 	if (!v) {
 		if (required)
-			return fail(err, API_ERR_MISSING_FIELD, "field '%s' is required", field);
+			return body_error_set(err, API_ERR_MISSING_FIELD, "field '%s' is required", field);
 		return 0;
 	}
 	if (!json_is_string(v))
-		return fail(err, API_ERR_INVALID_FIELD, "field '%s' must be a string", field);
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field '%s' must be a string", field);
 	size_t n = json_string_length(v);
 	if (n > maxlen)
-		return fail(err, API_ERR_INVALID_FIELD, "field '%s' is longer than %zu bytes",
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field '%s' is longer than %zu bytes",
 			    field,
 			    maxlen);
 	*out = json_string_value(v);
@@ -151,7 +125,7 @@ static int get_bool(json_t *obj, const char *field, int dflt, int *out,
 		return 0;
 	}
 	if (!json_is_boolean(v))
-		return fail(err, API_ERR_INVALID_FIELD, "field '%s' must be true or false", field);
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field '%s' must be true or false", field);
 	*out = json_is_true(v);
 	return 0;
 }
@@ -160,10 +134,10 @@ static int check_ttl(json_t *v, const struct body_limits *lim, int64_t *out,
 		     struct body_error *err)
 {
 	if (!json_is_integer(v))
-		return fail(err, API_ERR_INVALID_FIELD, "field 'ttl_seconds' must be an integer");
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field 'ttl_seconds' must be an integer");
 	json_int_t t = json_integer_value(v);
 	if (t < 1 || t > lim->max_ttl_seconds)
-		return fail(err, API_ERR_INVALID_FIELD,
+		return body_error_set(err, API_ERR_INVALID_FIELD,
 			    "field 'ttl_seconds' must be between 1 and %lld",
 			    (long long)lim->max_ttl_seconds);
 	*out = t;
@@ -190,7 +164,7 @@ static int env_name_ok(const char *k)
 static int ref_or_empty(json_t *v, json_t **out, struct body_error *err)
 {
 	*out = v ? json_incref(v) : json_object();
-	return *out ? 0 : fail(err, API_ERR_INVALID_JSON, "out of memory");
+	return *out ? 0 : body_error_set(err, API_ERR_INVALID_JSON, "out of memory");
 }
 
 /* "env": {NAME: "value"}; *out is a new reference, {} when absent. */
@@ -201,27 +175,27 @@ static int get_env(json_t *obj, json_t **out, struct body_error *err)
 	if (!v)
 		return ref_or_empty(NULL, out, err);
 	if (!json_is_object(v))
-		return fail(err, API_ERR_INVALID_FIELD, "field 'env' must be an object of strings");
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field 'env' must be an object of strings");
 	if (json_object_size(v) > BODY_ENV_MAX_VARS)
-		return fail(err, API_ERR_INVALID_FIELD, "field 'env' has more than %d variables",
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field 'env' has more than %d variables",
 			    BODY_ENV_MAX_VARS);
 	const char *k;
 	json_t *val;
 	size_t total = 0;
 	json_object_foreach(v, k, val) {
 		if (!env_name_ok(k))
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "env name '%.64s' must match [A-Za-z_][A-Za-z0-9_]*", k);
 		if (!json_is_string(val))
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "env value of '%.64s' must be a string", k);
 		if (json_string_length(val) > BODY_ENV_VALUE_MAX)
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "env value of '%.64s' is longer than %d bytes",
 				    k, BODY_ENV_VALUE_MAX);
 		total += strlen(k) + json_string_length(val);
 		if (total > BODY_ENV_MAX_BYTES)
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "field 'env' is larger than %d bytes",
 				    BODY_ENV_MAX_BYTES);
 	}
@@ -251,25 +225,25 @@ static int get_metadata(json_t *obj, json_t **out, struct body_error *err)
 	if (!v)
 		return ref_or_empty(NULL, out, err);
 	if (!json_is_object(v))
-		return fail(err, API_ERR_INVALID_FIELD,
+		return body_error_set(err, API_ERR_INVALID_FIELD,
 			    "field 'metadata' must be an object of strings");
 	if (json_object_size(v) > BODY_META_MAX_KEYS)
-		return fail(err, API_ERR_INVALID_FIELD, "field 'metadata' has more than %d keys",
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field 'metadata' has more than %d keys",
 			    BODY_META_MAX_KEYS);
 	const char *k;
 	json_t *val;
 	json_object_foreach(v, k, val) {
 		if (!body_meta_key_ok(k))
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "metadata key '%.64s' must be 1-%d characters of [A-Za-z0-9_.-]", k,
 				    BODY_META_KEY_MAX);
 		if (!json_is_string(val))
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "metadata value of '%.64s' must be a string",
 				    k);
 		size_t n = json_string_length(val);
 		if (n > BODY_META_VALUE_MAX || !utf8_printable(json_string_value(val), n))
-			return fail(err, API_ERR_INVALID_FIELD,
+			return body_error_set(err, API_ERR_INVALID_FIELD,
 				    "metadata value of '%.64s' must be printable and at most %d bytes",
 				    k, BODY_META_VALUE_MAX);
 	}
@@ -281,7 +255,7 @@ static int get_cwd(json_t *obj, const char **out, struct body_error *err)
 {
 	int r = get_string(obj, "cwd", BODY_PATH_MAX, 0, out, NULL, err);
 	if (!r && *out && body_check_path(*out, err) < 0)
-		r = fail(err, API_ERR_INVALID_FIELD,
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'cwd' must be an absolute path of at most %d bytes", BODY_PATH_MAX);
 	return r;
 }
@@ -297,10 +271,10 @@ static int get_timeout(json_t *root, const struct body_limits *lim, int *has, in
 	if (!t)
 		return 0;
 	if (!json_is_number(t))
-		return fail(err, API_ERR_INVALID_FIELD, "field 'timeout_seconds' must be a number");
+		return body_error_set(err, API_ERR_INVALID_FIELD, "field 'timeout_seconds' must be a number");
 	double s = json_number_value(t);
 	if (!isfinite(s) || s < 0 || s > (double)lim->max_exec_timeout_seconds)
-		return fail(err, API_ERR_INVALID_FIELD,
+		return body_error_set(err, API_ERR_INVALID_FIELD,
 			    "field 'timeout_seconds' must be between 0 (no limit) and %lld",
 			    (long long)lim->max_exec_timeout_seconds);
 	*has = 1;
@@ -308,25 +282,19 @@ static int get_timeout(json_t *root, const struct body_limits *lim, int *has, in
 	return 0;
 }
 
-/* "network": an object whose "public_ports" is a boolean (docs/network.md). */
-static int get_network(json_t *root, struct create_sandbox_body *out, struct body_error *err)
+/* "public_ports" of a network object net (exposed ports, docs/network.md;
+ * NULL: absent): *out 1 or 0, or -1 when absent.  field prefixes the name
+ * in messages.  The object's other keys are net_policy_parse's. */
+static int get_public_ports(json_t *net, const char *field, int *out, struct body_error *err)
 {
-	json_t *v = json_object_get(root, "network");
-	if (!v)
+	json_t *pp = json_is_object(net) ? json_object_get(net, "public_ports") : NULL;
+	*out = -1;
+	if (!pp)
 		return 0;
-	if (!json_is_object(v))
-		return fail(err, API_ERR_INVALID_FIELD, "field 'network' must be an object");
-	const char *k;
-	json_t *x;
-	json_object_foreach(v, k, x) {
-		if (strcmp(k, "public_ports") != 0)
-			return fail(err, API_ERR_UNKNOWN_FIELD, "unknown field 'network.%.64s'", k);
-	}
-	json_t *pp = json_object_get(v, "public_ports");
-	if (pp && !json_is_boolean(pp))
-		return fail(err, API_ERR_INVALID_FIELD,
-			    "field 'network.public_ports' must be true or false");
-	out->public_ports = json_is_true(pp);
+	if (!json_is_boolean(pp))
+		return body_error_set(err, API_ERR_INVALID_FIELD,
+				      "field '%spublic_ports' must be true or false", field);
+	*out = json_is_true(pp);
 	return 0;
 }
 
@@ -334,14 +302,14 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 			      struct create_sandbox_body *out, struct body_error *err)
 {
 	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata",
-					     "network",  NULL};
+					     "network", NULL};
 	memset(out, 0, sizeof(*out));
 	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
 	int r = get_string(root, "template", BODY_NAME_MAX, 1, &out->template_name, NULL, err);
 	if (!r && body_check_name(out->template_name) < 0)
-		r = fail(err, API_ERR_INVALID_FIELD,
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
 	json_t *ttl = json_object_get(root, "ttl_seconds");
 	if (!r && ttl)
@@ -351,7 +319,13 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 	if (!r)
 		r = get_metadata(root, &out->metadata, err);
 	if (!r)
-		r = get_network(root, out, err);
+		r = net_policy_parse(json_object_get(root, "network"), "network", &out->network, err);
+	if (!r) {
+		int pp;
+		r = get_public_ports(json_object_get(root, "network"), "network.", &pp,
+				     err);
+		out->public_ports = pp == 1;
+	}
 	if (r)
 		create_sandbox_body_clear(out);
 	return r;
@@ -359,6 +333,7 @@ int body_parse_create_sandbox(const char *buf, size_t len, const struct body_lim
 
 void create_sandbox_body_clear(struct create_sandbox_body *b)
 {
+	net_policy_free(b->network);
 	json_decref(b->env);
 	json_decref(b->metadata);
 	json_decref(b->root);
@@ -375,7 +350,7 @@ int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 		return -EINVAL;
 	json_t *ttl = json_object_get(root, "ttl_seconds");
 	int r = ttl ? check_ttl(ttl, lim, &out->ttl_seconds, err)
-		    : fail(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
+		    : body_error_set(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
 	json_decref(root);
 	return r;
 }
@@ -392,7 +367,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	size_t cmdlen = 0;
 	int r = get_string(root, "cmd", BODY_CMD_MAX, 1, &out->cmd, &cmdlen, err);
 	if (!r && cmdlen == 0)
-		r = fail(err, API_ERR_INVALID_FIELD, "field 'cmd' must not be empty");
+		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'cmd' must not be empty");
 	if (!r)
 		r = get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err);
 	if (!r)
@@ -405,7 +380,7 @@ int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 	if (!r)
 		r = get_bool(root, "background", 0, &out->background, err);
 	if (!r && out->background && out->stdin_data)
-		r = fail(err, API_ERR_INVALID_FIELD,
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'stdin' does not go with 'background': write to the command's "
 			 "stdin with POST .../commands/{cid}/stdin");
 	if (r)
@@ -430,12 +405,12 @@ int body_parse_key(const char *buf, size_t len, struct key_body *out, struct bod
 	size_t n = 0;
 	int r = get_string(root, "name", BODY_NAME_MAX, 1, &out->name, &n, err);
 	if (!r && (n == 0 || !utf8_printable(out->name, n)))
-		r = fail(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
+		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'name' must be 1-%d printable characters",
 			 BODY_NAME_MAX);
 	if (!r)
 		r = get_string(root, "team", BODY_NAME_MAX, 0, &out->team, NULL, err);
 	if (!r && out->team && body_check_name(out->team) < 0)
-		r = fail(err, API_ERR_INVALID_FIELD,
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'team' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
 	if (r)
 		key_body_clear(out);
@@ -487,6 +462,31 @@ int body_parse_build(const char *buf, size_t len, struct build_body *out, struct
 	return r;
 }
 
+int body_parse_network(const char *buf, size_t len, json_t *current, struct net_policy **out,
+		       int *public_ports, struct body_error *err)
+{
+	static const char *const keys[] = {"egress", "allow_out", "deny_out"};
+	*out = NULL;
+	*public_ports = -1;
+	json_t *root = load_object(buf, len, err);
+	if (!root)
+		return -EINVAL;
+	struct net_policy *own = NULL;
+	int r = net_policy_parse(root, "", &own, err); /* the body's errors, as sent */
+	net_policy_free(own);
+	if (!r)
+		r = get_public_ports(root, "", public_ports, err);
+	for (size_t i = 0; !r && json_is_object(current) && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(current, keys[i]);
+		if (v && !json_object_get(root, keys[i]) && json_object_set(root, keys[i], v) < 0)
+			r = body_error_set(err, API_ERR_INVALID_JSON, "out of memory");
+	}
+	if (!r)
+		r = net_policy_parse(root, "", out, err);
+	json_decref(root);
+	return r;
+}
+
 int body_parse_empty(const char *buf, size_t len, struct body_error *err)
 {
 	static const char *const fields[] = {NULL};
@@ -500,18 +500,18 @@ int body_parse_empty(const char *buf, size_t len, struct body_error *err)
 int body_check_path(const char *path, struct body_error *err)
 {
 	if (!path || !*path)
-		return fail(err, API_ERR_INVALID_PATH, "a path is required");
+		return body_error_set(err, API_ERR_INVALID_PATH, "a path is required");
 	size_t n = strlen(path);
 	if (n > BODY_PATH_MAX)
-		return fail(err, API_ERR_INVALID_PATH, "the path is longer than %d bytes",
+		return body_error_set(err, API_ERR_INVALID_PATH, "the path is longer than %d bytes",
 			    BODY_PATH_MAX);
 	if (path[0] != '/')
-		return fail(err, API_ERR_INVALID_PATH, "the path must be absolute");
+		return body_error_set(err, API_ERR_INVALID_PATH, "the path must be absolute");
 	int c0 = 0; /* a file's name may hold bidirectional marks; never C0 or DEL */
 	for (size_t i = 0; i < n; i++)
 		c0 |= (unsigned char)path[i] < 0x20 || path[i] == 0x7f;
 	if (!utf8_valid(path, n) || c0)
-		return fail(err, API_ERR_INVALID_PATH,
+		return body_error_set(err, API_ERR_INVALID_PATH,
 			    "the path must be UTF-8 without control characters");
 	return 0;
 }
@@ -531,7 +531,7 @@ int body_parse_bool_query(const char *name, const char *value, int dflt, int *ou
 		*out = 0;
 		return 0;
 	}
-	return fail(err, API_ERR_INVALID_QUERY, "query parameter '%.32s' must be true or false",
+	return body_error_set(err, API_ERR_INVALID_QUERY, "query parameter '%.32s' must be true or false",
 		    name);
 }
 
@@ -546,7 +546,7 @@ int body_parse_context(const char *buf, size_t len, struct context_body *out,
 	const char *lang = NULL;
 	int r = get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err);
 	if (!r && lang && strcmp(lang, "python") != 0)
-		r = fail(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
+		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
 	if (!r)
 		r = get_cwd(root, &out->cwd, err);
 	if (!r)
@@ -575,14 +575,14 @@ int body_parse_code(const char *buf, size_t len, const struct body_limits *lim, 
 	const char *lang = NULL;
 	int r = one_shot ? get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err) : 0;
 	if (!r && lang && strcmp(lang, "python") != 0 && strcmp(lang, "shell") != 0)
-		r = fail(err, API_ERR_INVALID_FIELD,
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'language' must be \"python\" or \"shell\"");
 	out->shell = lang && !strcmp(lang, "shell");
 	if (!r)
 		r = get_string(root, "code", out->shell ? BODY_CMD_MAX : BODY_CODE_MAX, 1,
 			       &out->code, &out->code_len, err);
 	if (!r && out->shell && out->code_len == 0)
-		r = fail(err, API_ERR_INVALID_FIELD, "field 'code' must not be empty");
+		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'code' must not be empty");
 	if (!r)
 		r = get_timeout(root, lim, &out->has_timeout, &out->timeout_ms, err);
 	if (r)
@@ -620,7 +620,7 @@ int body_parse_uint_query(const char *name, const char *value, uint64_t dflt, ui
 	*out = v;
 	return 0;
 bad:
-	return fail(err, API_ERR_INVALID_QUERY,
+	return body_error_set(err, API_ERR_INVALID_QUERY,
 		    "query parameter '%.32s' must be a whole number from 0 to %llu", name,
 		    (unsigned long long)max);
 }
@@ -649,7 +649,7 @@ int body_parse_command_kill(const char *buf, size_t len, struct command_kill_bod
 				out->signal = command_signals[i];
 		if (!out->signal) {
 			out->signal = command_signals[0];
-			r = fail(err, API_ERR_INVALID_FIELD,
+			r = body_error_set(err, API_ERR_INVALID_FIELD,
 				 "field 'signal' must be one of SIGKILL, SIGTERM, SIGINT, SIGHUP, "
 				 "SIGQUIT, SIGUSR1, SIGUSR2");
 		}
@@ -670,7 +670,7 @@ int body_parse_command_stdin(const char *buf, size_t len, struct command_stdin_b
 	if (!r)
 		r = get_bool(root, "eof", 0, &out->eof, err);
 	if (!r && !out->data && !out->eof)
-		r = fail(err, API_ERR_MISSING_FIELD, "field 'data' is required unless 'eof' is true");
+		r = body_error_set(err, API_ERR_MISSING_FIELD, "field 'data' is required unless 'eof' is true");
 	if (r)
 		command_stdin_body_clear(out);
 	return r;

@@ -30,11 +30,9 @@
 
 #include "common/body_caps.h" /* BODY_*_MAX: the caps, shared with the CLI */
 #include "daemon/api_errors.h"
+#include "daemon/body_error.h"
 
-struct body_error {
-	enum api_err code;  /* a row of the error table, see above */
-	char message[256];  /* human-readable, valid UTF-8 */
-};
+struct net_policy;
 
 /* Limits that come from the daemon's configuration. */
 struct body_limits {
@@ -50,6 +48,8 @@ struct create_sandbox_body {
 	json_t *env;               /* new reference; {} when absent */
 	json_t *metadata;          /* new reference; {} when absent */
 	int public_ports;          /* network.public_ports: 1 true, 0 false/absent */
+	struct net_policy *network; /* owned; the default policy when absent
+				     * (net_policy.h checks the object) */
 };
 
 /* POST /v1/sandboxes/{id}/ttl */
@@ -164,6 +164,17 @@ int body_parse_command_kill(const char *buf, size_t len, struct command_kill_bod
 int body_parse_command_stdin(const char *buf, size_t len, struct command_stdin_body *out,
 			     struct body_error *err);
 void command_stdin_body_clear(struct command_stdin_body *b);
+
+/*
+ * body_parse_network - PUT /v1/sandboxes/{id}/network: the body is a network
+ * object (net_policy_parse) whose keys replace those of current (the policy
+ * in force as net_policy_json gives it; NULL: the default); the keys the
+ * body leaves out keep their value.  *public_ports: the body's
+ * "public_ports" (exposed ports), 1 or 0, or -1 when absent.  0 with *out
+ * (net_policy_free), or -EINVAL with err (the body's own errors first).
+ */
+int body_parse_network(const char *buf, size_t len, json_t *current, struct net_policy **out,
+		       int *public_ports, struct body_error *err);
 
 /* body_parse_empty - a body that carries nothing (interrupt, restart): empty
  * or {}.  0, or -EINVAL with err (invalid_json, unknown_field). */

@@ -41,6 +41,11 @@ static const struct route table[] = {
 	{"POST", "/v1/sandboxes/{id}/ttl", KEY, BUF, API_BODY_SMALL, api_sandboxes_ttl, NULL,
 	 NULL},
 
+	{"GET", "/v1/sandboxes/{id}/network", KEY, BUF, API_BODY_SMALL, api_network_get, NULL,
+	 NULL},
+	{"PUT", "/v1/sandboxes/{id}/network", KEY, BUF, API_BODY_SMALL, api_network_put, NULL,
+	 NULL},
+
 	{"POST", "/v1/sandboxes/{id}/exec", KEY, BUF, API_BODY_EXEC, api_exec, NULL, NULL},
 	{"POST", "/v1/sandboxes/{id}/exec_stream", KEY, BUF, API_BODY_EXEC, api_exec_stream, NULL,
 	 NULL},

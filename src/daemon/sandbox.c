@@ -19,6 +19,7 @@
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "daemon/net.h"
 #include "daemon/sandbox_int.h"
 #include "daemon/store.h"
 #include "engine/netslot.h"
@@ -411,6 +412,7 @@ static void sbx_end(struct sbx *sb, const char *status, const char *reason, int 
 	else
 		snprintf(why, sizeof(why), "qemu exited: %s", vm_exit_reason(sb->vm));
 	int64_t t0 = util_now_ms();
+	net_detach(d->net, sb->id); /* its connections end before its VM */
 	int sr = vm_stop(sb->vm);
 	int dr = delete_row ? store_sandbox_delete(d->store, sb->id)
 			    : store_sandbox_set_status(d->store, sb->id, status, why, wall_ms());

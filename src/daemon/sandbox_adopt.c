@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "daemon/net.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_int.h"
 
@@ -49,6 +50,29 @@ static int64_t wall_ms(void)
 	return (int64_t)(util_wall_ns() / 1000000u);
 }
 
+/* Serve the adopted sandbox's network under its stored policy; one that no
+ * longer reads (a newer daemon wrote it) becomes "egress deny". */
+static void attach_net(struct daemon *d, const struct sandbox_row *row, struct vm *vm)
+{
+	json_t *j = json_loads(row->network_json ? row->network_json : "{}",
+			       JSON_REJECT_DUPLICATES, NULL);
+	struct net_policy *p = NULL;
+	struct body_error be;
+	char q[300];
+	if (net_policy_parse(j, "network", &p, &be) < 0) {
+		log_kv(LOG_WARN, "sandbox.network_unreadable", "id=%s msg=%s egress=deny", row->id,
+		       log_quote(be.message, q, sizeof(q)));
+		json_t *deny = json_pack("{s:s}", "egress", "deny");
+		if (!deny || net_policy_parse(deny, "network", &p, &be) < 0)
+			p = NULL;
+		json_decref(deny);
+	}
+	json_decref(j);
+	int r = p ? net_attach(d->net, row->id, vm_listeners(vm), p) : -ENOMEM;
+	if (r < 0)
+		log_kv(LOG_WARN, "sandbox.network_attach_failed", "id=%s err=%d", row->id, r);
+}
+
 static void adopt_row(struct sandboxes *reg, const struct sandbox_row *row)
 {
 	struct daemon *d = reg->d;
@@ -73,6 +97,7 @@ static void adopt_row(struct sandboxes *reg, const struct sandbox_row *row)
 	if (sb) {
 		snprintf(sb->access_token, sizeof(sb->access_token), "%s", row->access_token);
 		sb->public_ports = row->public_ports;
+		attach_net(d, row, vm);
 		sb->vm = vm;
 		sb->state = SBX_RUNNING;
 		pthread_mutex_lock(&reg->lock);

@@ -21,6 +21,7 @@
 #include "daemon/capacity.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "daemon/net.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_int.h"
 #include "daemon/templates.h"
@@ -85,7 +86,8 @@ static int restore(const struct daemon *d, struct tpl *t, const char *run_dir, s
 }
 
 static int fill_row(struct sandbox_row *row, const struct sbx *sb, const struct template *tt,
-		    const struct create_sandbox_body *b, int64_t now, int64_t expires)
+		    const struct create_sandbox_body *b, const struct net_policy *np, int64_t now,
+		    int64_t expires)
 {
 	memset(row, 0, sizeof(*row));
 	snprintf(row->id, sizeof(row->id), "%s", sb->id);
@@ -100,7 +102,10 @@ static int fill_row(struct sandbox_row *row, const struct sbx *sb, const struct 
 	row->memory_mib = template_memory_mib(tt);
 	row->metadata_json = json_dumps(b->metadata, JSON_COMPACT | JSON_SORT_KEYS);
 	row->env_json = json_dumps(b->env, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!row->metadata_json || !row->env_json) {
+	json_t *net = net_policy_json(np);
+	row->network_json = net ? json_dumps(net, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(net);
+	if (!row->metadata_json || !row->env_json || !row->network_json) {
 		sandbox_row_clear(row);
 		return -ENOMEM;
 	}
@@ -186,10 +191,20 @@ int sbx_create(struct sandboxes *reg, const char *team, const struct create_sand
 			msg);
 		goto undo;
 	}
-	r = fill_row(row, sb, tpl_template(t), b, now, now + ttl * 1000);
+	/* Its network from the start: what the guest sent meanwhile waits in the
+	 * listeners' queues.  The service takes the policy. */
+	struct net_policy *policy = net_policy_dup(b->network);
+	r = policy ? fill_row(row, sb, tpl_template(t), b, policy, now, now + ttl * 1000) : -ENOMEM;
+	if (!r)
+		r = net_attach(d->net, id, vm_listeners(vm), policy);
+	else
+		net_policy_free(policy);
+	int attached = r == 0;
 	if (!r)
 		r = store_sandbox_insert(d->store, row);
 	if (r < 0) {
+		if (attached)
+			net_detach(d->net, id);
 		vm_stop(vm);
 		vm_free(vm);
 		util_rm_rf(run_dir);

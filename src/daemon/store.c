@@ -69,6 +69,10 @@ static const char *const migrations[] = {
 	 * its ports are public */
 	("ALTER TABLE sandboxes ADD COLUMN access_token TEXT NOT NULL DEFAULT '';"
 	 "ALTER TABLE sandboxes ADD COLUMN public_ports INTEGER NOT NULL DEFAULT 0;"),
+	/* 5: a sandbox's network policy (net_policy.h), the default for rows
+	 * made before it existed */
+	("ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT "
+	 "'{\"allow_out\":[],\"deny_out\":[],\"egress\":\"allow\"}';"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

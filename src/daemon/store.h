@@ -93,6 +93,7 @@ struct sandbox_row {
 	char *env_json;                /* owned: a JSON object */
 	char access_token[STORE_TOKEN_MAX]; /* exposed ports' token; "" when none */
 	int public_ports;              /* 1: its ports answer without credentials */
+	char *network_json;            /* owned: the network policy object (net_policy.h) */
 };
 
 /* sandbox_row_clear - free the owned strings of r (not r itself). */
@@ -118,6 +119,10 @@ int store_sandbox_list(struct store *s, const char *team, const char *status,
 /* store_sandbox_set_status - set status, reason and ended_at; -ENOENT. */
 int store_sandbox_set_status(struct store *s, const char *id, const char *status,
 			     const char *reason, int64_t ended_at_ms);
+
+/* store_sandbox_set_network - set the network policy (a JSON object's
+ * text); -ENOENT. */
+int store_sandbox_set_network(struct store *s, const char *id, const char *network_json);
 
 /* store_sandbox_set_expiry - set expires_at; -ENOENT. */
 int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at_ms);

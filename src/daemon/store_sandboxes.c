@@ -10,7 +10,7 @@
 
 #define SBX_COLS                                                                   \
 	"id, team, template, status, reason, created_at, expires_at, ended_at, vcpus, " \
-	"memory_mib, metadata, env, access_token, public_ports"
+	"memory_mib, metadata, env, access_token, public_ports, network"
 
 /* JSON columns are written by the daemon from validated bodies; a cap still
  * guards against a foreign or corrupt database. */
@@ -20,8 +20,10 @@ void sandbox_row_clear(struct sandbox_row *r)
 {
 	free(r->metadata_json);
 	free(r->env_json);
+	free(r->network_json);
 	r->metadata_json = NULL;
 	r->env_json = NULL;
+	r->network_json = NULL;
 }
 
 void sandbox_rows_free(struct sandbox_row *rows, size_t n)
@@ -53,6 +55,8 @@ static int read_row(sqlite3_stmt *st, void *row)
 	int e = store__dup_text(st, 10, JSON_COL_CAP, "{}", &r->metadata_json);
 	if (!e)
 		e = store__dup_text(st, 11, JSON_COL_CAP, "{}", &r->env_json);
+	if (!e)
+		e = store__dup_text(st, 14, JSON_COL_CAP, "{}", &r->network_json);
 	if (e)
 		sandbox_row_clear(r);
 	return e;
@@ -68,14 +72,15 @@ int store_sandbox_insert(struct store *s, const struct sandbox_row *r)
 	int n = store__change(
 		s, "sandbox_insert",
 		"INSERT INTO sandboxes (" SBX_COLS ") "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 		STORE_ARGS(STORE_TEXT(r->id), STORE_TEXT(r->team), STORE_TEXT(r->template_name),
 			   STORE_TEXT(r->status), STORE_TEXT(r->reason),
 			   STORE_INT(r->created_at_ms), STORE_INT(r->expires_at_ms),
 			   STORE_INT(r->ended_at_ms), STORE_INT(r->vcpus), STORE_INT(r->memory_mib),
 			   STORE_TEXT(r->metadata_json ? r->metadata_json : "{}"),
 			   STORE_TEXT(r->env_json ? r->env_json : "{}"),
-			   STORE_TEXT(r->access_token), STORE_INT(r->public_ports)));
+			   STORE_TEXT(r->access_token), STORE_INT(r->public_ports),
+			   STORE_TEXT(r->network_json ? r->network_json : "{}")));
 	return n < 0 ? n : 0;
 }
 
@@ -108,6 +113,13 @@ int store_sandbox_set_status(struct store *s, const char *id, const char *status
 		"UPDATE sandboxes SET status = ?2, reason = ?3, ended_at = ?4 WHERE id = ?1",
 		STORE_ARGS(STORE_TEXT(id), STORE_TEXT(status), STORE_TEXT(reason ? reason : ""),
 			   STORE_INT(ended_at_ms)));
+}
+
+int store_sandbox_set_network(struct store *s, const char *id, const char *network_json)
+{
+	return store__change_one(s, "sandbox_set_network",
+				 "UPDATE sandboxes SET network = ?2 WHERE id = ?1",
+				 STORE_ARGS(STORE_TEXT(id), STORE_TEXT(network_json)));
 }
 
 int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at_ms)

@@ -13,6 +13,7 @@
 
 #include "common/utf8.h"
 #include "daemon/api_errors.h"
+#include "daemon/net_policy.h"
 #include "daemon/request_body.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
@@ -46,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(body_check_name(b.template_name) == 0);
 			check(b.ttl_seconds >= 0 && b.ttl_seconds <= lim.max_ttl_seconds);
 			check(json_is_object(b.env) && json_is_object(b.metadata));
+			check(b.network != NULL);
 			create_sandbox_body_clear(&b);
 		} else {
 			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
