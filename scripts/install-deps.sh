@@ -13,6 +13,7 @@ packages=(
   python3 python3-pytest python3-yaml python3-jsonschema
   python3-ipykernel python3-matplotlib python3-matplotlib-inline python3-pandas python3-numpy python3-plotly
   curl ca-certificates
+  iproute2 openssl nftables
   chromium
 )
 missing=()

@@ -353,6 +353,12 @@ def test_sandbox_exec_and_run_code(vm_daemon, sbx, template):
     check(d.request("GET", "/v1/sandboxes?status=running"), "GET", "/v1/sandboxes", 200)
     check(d.request("POST", f"{base}/ttl", {"ttl_seconds": 1800}), "POST", "/v1/sandboxes/{id}/ttl", 200)
     check(d.request("POST", f"{base}/ttl", {"ttl_seconds": 0}), "POST", "/v1/sandboxes/{id}/ttl", 400)
+    net = "/v1/sandboxes/{id}/network"
+    check(d.request("GET", f"{base}/network"), "GET", net, 200)
+    check(d.request("PUT", f"{base}/network", {"egress": "deny", "allow_out": ["pypi.org"]}),
+          "PUT", net, 200)
+    check(d.request("PUT", f"{base}/network", {"egress": "allow", "allow_out": []}), "PUT", net, 200)
+    check(d.request("PUT", f"{base}/network", {"egress": "sometimes"}), "PUT", net, 400)
 
     ex = "/v1/sandboxes/{id}/exec"
     r = check(d.request("POST", f"{base}/exec", {"cmd": "echo out; echo err >&2; exit 3"}),
