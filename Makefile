@@ -29,7 +29,7 @@
 #   test-agents        the MCP server with the MCP SDK's client (tests/mcp) and the
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
-#   bench-create bench-api bench-contexts bench-density bench-ports   figures (bench/)
+#   bench-create bench-api bench-contexts bench-density bench-ports bench-network   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -225,6 +225,14 @@ bench-ports: $(BUILD)/pandastackd
 .PHONY: bench-contexts
 bench-contexts: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/contexts.py
+
+# The sandbox network (bench/network.py, needs root): the time the NIC adds to
+# a create, and downloads through the daemon's proxy, from the sandbox's
+# namespace and from the guest, against the same download on the host, in a
+# fake internet of network namespaces.
+.PHONY: bench-network
+bench-network: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/network.py
 
 # --- the API's error table (src/daemon/api_errors.def) written into the SDKs'
 # tables by scripts/api_errors.py; check-api-errors fails when one is stale --

@@ -11,7 +11,7 @@ skipped.
 """
 import sys
 
-PHASES = ["overlay", "jail", "spawn", "qmp_connect", "caps", "migrate_start", "migrate_wait",
+PHASES = ["overlay", "net", "jail", "spawn", "qmp_connect", "caps", "migrate_start", "migrate_wait",
           "cont", "agent_connect", "hello", "restore_op", "vm_json", "finish"]
 
 
@@ -52,7 +52,7 @@ def main(paths):
                     vals.append(float(kv[ph + "_ms"]))
                 except (KeyError, ValueError):
                     pass
-            if vals and (pooled == "0" or ph not in ("overlay", "spawn", "qmp_connect", "caps")):
+            if vals and (pooled == "0" or ph not in ("overlay", "net", "spawn", "qmp_connect", "caps")):
                 print(f"  {ph:14s} {pct(vals, 50):7.1f} {pct(vals, 90):7.1f}")
         hellos = [int(kv["hellos"]) for kv in got if kv.get("hellos", "").isdigit()]
         if hellos:

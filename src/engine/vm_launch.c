@@ -413,10 +413,12 @@ int vm_finish_restore(struct vm *v, const struct template *t,
 	v->ph.vm_json = tn - ts;
 	const struct vm_phases *p = &v->ph;
 	log_kv(LOG_DEBUG, "vm.restore_phases",
-	       "pid=%d pooled=%d overlay_ms=%.1f jail_ms=%.1f spawn_ms=%.1f qmp_connect_ms=%.1f caps_ms=%.1f "
+	       "pid=%d pooled=%d overlay_ms=%.1f net_ms=%.1f jail_ms=%.1f spawn_ms=%.1f "
+	       "qmp_connect_ms=%.1f caps_ms=%.1f "
 	       "migrate_start_ms=%.1f migrate_wait_ms=%.1f cont_ms=%.1f agent_connect_ms=%.1f "
 	       "hello_ms=%.1f hellos=%u restore_op_ms=%.1f vm_json_ms=%.1f finish_ms=%.1f",
-	       (int)v->pid, strcmp(v->spawn_dir, v->run_dir) != 0, ms1(p->overlay), ms1(p->jail),
+	       (int)v->pid, strcmp(v->spawn_dir, v->run_dir) != 0, ms1(p->overlay), ms1(p->net),
+	       ms1(p->jail),
 	       ms1(p->spawn),
 	       ms1(p->qmp_connect), ms1(p->caps), ms1(p->migrate_start), ms1(p->migrate_wait),
 	       ms1(p->cont), ms1(p->agent_connect), ms1(p->hello), p->hellos, ms1(p->restore_op),
