@@ -16,6 +16,7 @@
 #   api-errors         writes the SDKs' error tables from src/daemon/api_errors.def
 #   check-api-errors   fails when those tables are stale
 #   lint-openapi       docs/openapi.yaml through Redocly's OpenAPI 3.1 linter
+#   check-k8s          deploy/kubernetes/ against Kubernetes' schemas and kubectl
 #   bench-agent bench-kernel   the agent protocol and code contexts on the host
 #   clean
 # Build or run guests (images need root; CACHE, default /var/cache/pandastack,
@@ -251,6 +252,12 @@ lint-openapi:
 	    REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true node_modules/.bin/redocly lint \
 	    --format=stylish ../../docs/openapi.yaml
 
+# --- deploy/kubernetes/ against the Kubernetes API's schemas, and through
+# `kubectl apply --dry-run=client` where kubectl is installed (check.sh says how)
+.PHONY: check-k8s
+check-k8s:
+	deploy/kubernetes/check.sh
+
 # --- the TypeScript SDK (sdk/typescript): tsc build, then node --test against
 # local fake servers (docs/sdk-typescript.md) ----------------------------------
 # (sdk-ts-build: dist/ only, which the integration tests' node scripts import)
@@ -307,6 +314,7 @@ conformance-python: $(BUILD)/pandastackd
 #   test_mcp_*  fuzz_mcp*                            libmcp libcli (its REST backend)
 #   test_daemon_*  test_web_*  test_net_*  fuzz_api_*  fuzz_net_*
 #                                                    libdaemon libengine libmcp libcli
+#   test_cluster_*  fuzz_cluster_*                   (the same)
 #                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
@@ -315,7 +323,8 @@ conformance-python: $(BUILD)/pandastackd
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
 # test of a new module adds its name pattern here.
-TESTS_OF_DAEMON := test_daemon_% test_web_% test_net_% fuzz_api_% fuzz_net_%
+TESTS_OF_DAEMON := test_daemon_% test_web_% test_net_% fuzz_api_% fuzz_net_% \
+                   test_cluster_% fuzz_cluster_%
 TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
 TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% test_netslot% fuzz_qmp% \

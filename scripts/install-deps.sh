@@ -14,6 +14,7 @@ packages=(
   python3-ipykernel python3-matplotlib python3-matplotlib-inline python3-pandas python3-numpy python3-plotly
   curl ca-certificates
   iproute2 openssl nftables
+  etcd-server etcd-client
   chromium
 )
 missing=()

@@ -16,6 +16,7 @@ step() { printf '\n=== %s  (+%ss)\n' "$*" "$(( $(date +%s) - t0 ))"; }
 step "dependencies";        bash scripts/install-deps.sh
 step "build";               make -j"$(nproc)" all
 step "API description, generated tables"; make lint-openapi check-api-errors
+step "Kubernetes deployment"; make check-k8s
 step "unit tests, the same under ASan+UBSan, fuzz targets (make check)"
 make check CHECK_FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 step "guest images";        make images

@@ -47,7 +47,8 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 		json_decref(meta);
 		meta = json_object();
 	}
-	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused");
+	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused") ||
+		      !strcmp(row->status, "lost");
 	json_t *net = api_network_json(row);
 	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", row->id,
 			 "template", row->template_name, "status", row->status, "reason",

@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "daemon/api.h"
 #include "daemon/auth.h"
+#include "daemon/cluster.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 
@@ -50,10 +51,12 @@ void api_keys_create(struct http_req *r)
 	snprintf(k.team, sizeof(k.team), "%s", b.team ? b.team : r->who.team);
 	k.created_at_ms = (int64_t)(util_wall_ns() / 1000000u);
 	key_body_clear(&b);
-	if (!e)
-		e = store_key_insert(r->d->store, &k, hash);
+	if (!e) /* cluster: into etcd first */
+		e = r->d->cluster ? cluster_key_insert(r->d->cluster, &k, hash)
+				  : store_key_insert(r->d->store, &k, hash);
 	if (e) {
-		http_reply_error(r, API_ERR_INTERNAL, "could not create the key");
+		http_reply_error(r, e == -ENOTCONN ? API_ERR_CLUSTER_UNAVAILABLE : API_ERR_INTERNAL,
+				 "could not create the key");
 		return;
 	}
 	log_kv(LOG_INFO, "key.create", "id=%s team=%s by=%s", k.id, k.team, r->who.key_id);
@@ -95,9 +98,11 @@ void api_keys_delete(struct http_req *r)
 				 "admin keys cannot be deleted through the API");
 		return;
 	}
-	e = store_key_delete(r->d->store, k.id);
+	/* cluster: from etcd first */
+	e = r->d->cluster ? cluster_key_delete(r->d->cluster, k.id) : store_key_delete(r->d->store, k.id);
 	if (e < 0 && e != -ENOENT) {
-		http_reply_error(r, API_ERR_INTERNAL, "could not delete the key");
+		http_reply_error(r, e == -ENOTCONN ? API_ERR_CLUSTER_UNAVAILABLE : API_ERR_INTERNAL,
+				 "could not delete the key");
 		return;
 	}
 	log_kv(LOG_INFO, "key.delete", "id=%s team=%s by=%s", k.id, k.team, r->who.key_id);

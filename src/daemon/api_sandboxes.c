@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon/api.h"
+#include "daemon/cluster.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/sandbox.h"
@@ -22,6 +23,11 @@ void api_sandboxes_create(struct http_req *r)
 		api_reply_body_error(r, &be);
 		return;
 	}
+	/* cluster: the create may be placed on another node */
+	if (r->d->cluster && cluster_create_place(r->d->cluster, r, &b)) {
+		create_sandbox_body_clear(&b);
+		return;
+	}
 	struct sandbox_row row;
 	struct sbx_err err;
 	const char *from = NULL;
@@ -29,6 +35,14 @@ void api_sandboxes_create(struct http_req *r)
 	create_sandbox_body_clear(&b);
 	if (e < 0) {
 		http_reply_error(r, err.err, "%s", err.message);
+		return;
+	}
+	/* cluster: sandbox -> this node, in etcd, or no sandbox */
+	if (r->d->cluster && (e = cluster_create_record(r->d->cluster, &row)) < 0) {
+		sbx_delete(r->d->sandboxes, r->who.team, row.id);
+		sandbox_row_clear(&row);
+		http_reply_error(r, e == -ENOTCONN ? API_ERR_CLUSTER_UNAVAILABLE : API_ERR_INTERNAL,
+				 "the sandbox could not be recorded in the cluster's store (etcd)");
 		return;
 	}
 	json_t *o = api_sandbox_json_full(r, &row);
@@ -108,18 +122,22 @@ void api_sandboxes_list(struct http_req *r)
 				 f.bad);
 		return;
 	}
-	static const char *const states[] = {"running", "paused", "stopped", "error"};
+	static const char *const states[] = {"running", "paused", "stopped", "error", "lost"};
 	int known = !f.status;
-	for (size_t i = 0; f.status && i < 4; i++)
+	for (size_t i = 0; f.status && i < 5; i++)
 		known |= !strcmp(f.status, states[i]);
 	if (!known) {
 		http_reply_error(r, API_ERR_INVALID_QUERY,
-				 "status must be running, paused, stopped or error");
+				 "status must be running, paused, stopped, error or lost");
 		return;
 	}
 	struct sandbox_row *rows;
 	size_t n;
-	if (store_sandbox_list(r->d->store, r->who.team, f.status, &rows, &n) < 0) {
+	/* cluster: every node's sandboxes */
+	int e = r->d->cluster
+			? cluster_sandbox_list(r->d->cluster, r->who.team, f.status, &rows, &n)
+			: store_sandbox_list(r->d->store, r->who.team, f.status, &rows, &n);
+	if (e < 0) {
 		http_reply_error(r, API_ERR_INTERNAL, "could not list sandboxes");
 		return;
 	}

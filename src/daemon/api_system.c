@@ -7,6 +7,7 @@
 #include "common/util.h"
 #include "daemon/api.h"
 #include "daemon/capacity.h"
+#include "daemon/cluster.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
@@ -41,6 +42,9 @@ void api_healthz(struct http_req *r)
 		json_t *cap = capacity_json(d);
 		if (cap)
 			json_object_set_new(o, "capacity", cap);
+		json_t *cl = d->cluster ? cluster_json(d->cluster) : NULL;
+		if (cl)
+			json_object_set_new(o, "cluster", cl);
 	}
 	http_reply_json(r, 200, o);
 }

@@ -14,6 +14,7 @@
 #include "common/pip_index.h"
 #include "daemon/net_denied.h"
 #include "daemon/net_resolve.h"
+#include "daemon/request_body.h"
 #include "engine/jail.h"
 #include "engine/template.h"
 
@@ -105,6 +106,22 @@ static const struct opt opts[] = {
 	 "connections the sandbox proxy holds open at once, in all (4096)"},
 	{"--net-max-conns-per-sandbox", "PANDASTACK_NET_MAX_CONNS_PER_SANDBOX", OPT_U64,
 	 F(net_max_conns_sandbox), 1, 1000000, "... per sandbox (256)"},
+	{"--cluster", "PANDASTACK_CLUSTER", OPT_PATH, F(cluster), 0, 0,
+	 "join the cluster whose etcd members are etcd://HOST:PORT[,HOST:PORT...] "
+	 "(docs/cluster.md; none: one host)"},
+	{"--node-name", "PANDASTACK_NODE_NAME", OPT_PATH, F(node_name), 0, 0,
+	 "this node's name in the cluster, [a-z0-9._-] (the host name)"},
+	{"--advertise", "PANDASTACK_ADVERTISE", OPT_PATH, F(advertise), 0, 0,
+	 "the URL other nodes reach this node's API at (with --cluster)"},
+	{"--cluster-secret-file", "PANDASTACK_CLUSTER_SECRET_FILE", OPT_PATH,
+	 F(cluster_secret_file), 0, 0,
+	 "file whose first line is the secret every node signs its calls to the others with"},
+	{"--cluster-ttl", "PANDASTACK_CLUSTER_TTL", OPT_U64, F(cluster_ttl_s), 2, 300,
+	 "seconds of the node's lease: a node silent this long is gone (10)"},
+	{"--cluster-prefix", "PANDASTACK_CLUSTER_PREFIX", OPT_PATH, F(cluster_prefix), 0, 0,
+	 "where in etcd the cluster keeps its records (/pandastack/)"},
+	{"--cluster-ca-file", "PANDASTACK_CLUSTER_CA_FILE", OPT_PATH, F(cluster_ca_file), 0, 0,
+	 "PEM CA certificates for https:// etcd members and nodes"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -269,6 +286,23 @@ static void default_web_dir(char *out, size_t outlen)
 		out[0] = '\0';
 }
 
+/* The host name, lower-cased, when it is a valid node name; else "". */
+static void default_node_name(char *out, size_t outlen)
+{
+	char h[256];
+	out[0] = '\0';
+	if (gethostname(h, sizeof(h)) < 0)
+		return;
+	h[sizeof(h) - 1] = '\0';
+	size_t n = strcspn(h, ".");
+	for (size_t i = 0; i < n; i++)
+		if (h[i] >= 'A' && h[i] <= 'Z')
+			h[i] = (char)(h[i] - 'A' + 'a');
+	h[n] = '\0';
+	if (n > 0 && n < outlen && body_check_name(h) == 0)
+		memcpy(out, h, n + 1);
+}
+
 int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t errlen)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -299,6 +333,9 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->idle_timeout_s = 60;
 	cfg->net_max_conns = 4096;
 	cfg->net_max_conns_sandbox = 256;
+	cfg->cluster_ttl_s = 10;
+	snprintf(cfg->cluster_prefix, sizeof(cfg->cluster_prefix), "/pandastack/");
+	default_node_name(cfg->node_name, sizeof(cfg->node_name));
 
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;

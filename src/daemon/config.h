@@ -50,6 +50,13 @@
  *                                                                 ranges for every sandbox)
  *   --net-max-conns N            PANDASTACK_NET_MAX_CONNS         4096 (proxied, daemon-wide)
  *   --net-max-conns-per-sandbox N PANDASTACK_NET_MAX_CONNS_PER_SANDBOX 256
+ *   --cluster etcd://H:P[,H:P]   PANDASTACK_CLUSTER               (none: one host, no etcd)
+ *   --node-name N                PANDASTACK_NODE_NAME             the host name
+ *   --advertise URL              PANDASTACK_ADVERTISE             (needed with --cluster)
+ *   --cluster-secret-file FILE   PANDASTACK_CLUSTER_SECRET_FILE   (needed with --cluster)
+ *   --cluster-ttl S              PANDASTACK_CLUSTER_TTL           10 (the node's lease)
+ *   --cluster-prefix P           PANDASTACK_CLUSTER_PREFIX        /pandastack/
+ *   --cluster-ca-file FILE       PANDASTACK_CLUSTER_CA_FILE       (https etcd and peers)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -112,6 +119,14 @@ struct daemon_cfg {
 	char net_deny[1024];           /* extra always-denied CIDRs, "A/N,..." */
 	uint32_t net_max_conns;        /* proxied connections, daemon-wide */
 	uint32_t net_max_conns_sandbox;
+	/* the cluster (docs/cluster.md); cluster[0] == 0: one host */
+	char cluster[1024];            /* etcd endpoints */
+	char node_name[128];
+	char advertise[512];           /* this node's API URL for the others */
+	char cluster_secret_file[PATH_MAX];
+	char cluster_ca_file[PATH_MAX];
+	char cluster_prefix[128];
+	int64_t cluster_ttl_s;
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;

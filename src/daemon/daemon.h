@@ -21,6 +21,8 @@ struct store;
 struct sandboxes;
 struct templates;
 struct api_mcp;
+struct cluster;
+struct http_gate;
 
 struct daemon {
 	struct daemon_cfg cfg;
@@ -29,6 +31,8 @@ struct daemon {
 	struct templates *templates;
 	struct api_mcp *mcp;             /* the MCP endpoint (api_mcp.h) */
 	struct net *net;                 /* the sandboxes' proxy and resolver */
+	struct cluster *cluster;         /* NULL: one host (cluster.h) */
+	const struct http_gate *gate;    /* NULL: none (http_server.h); the cluster's */
 	enum accel_kind accel;           /* resolved: ACCEL_KVM or ACCEL_TCG */
 	char accel_why[256];             /* why that accelerator */
 	char sandboxes_dir[PATH_MAX];    /* <data-dir>/sandboxes */

@@ -320,6 +320,10 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 	if (!claimed)
 		r->route = route_find(srv->table, srv->ntable, r->method, url, r->params,
 				      &path_known);
+	const struct http_gate *g = srv->d->gate;
+	/* a module's own routes (the cluster's node-to-node calls) */
+	if (!r->route && g && g->internal && g->internal(g->arg, r, url))
+		return;
 	if (!r->route) {
 		if (path_known)
 			http_reply_error(r, API_ERR_METHOD_NOT_ALLOWED,
@@ -332,6 +336,10 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 			? 0
 			: auth_check(srv->d->store, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION),
 				     &r->who);
+	/* a key the local store does not know yet (the cluster: made on
+	 * another node a moment ago) */
+	if (a == -EACCES && g && g->auth)
+		a = g->auth(g->arg, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->who);
 	if (a == -EACCES) {
 		http_reply_error(r, API_ERR_UNAUTHORIZED,
 				 "a valid API key is required: Authorization: Bearer pds_...");
@@ -345,6 +353,10 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 		http_reply_error(r, API_ERR_FORBIDDEN, "this call needs an admin key");
 		return;
 	}
+	/* served elsewhere (the cluster: a sandbox on another node; r->route
+	 * may become a forwarding route) */
+	if (g && g->route && g->route(g->arg, r))
+		return;
 	int64_t cl = content_length(r);
 	if (cl >= 0 && (uint64_t)cl > body_cap(r)) {
 		http_reply_error(r, API_ERR_BODY_TOO_LARGE, "the body is larger than %llu bytes",

@@ -73,6 +73,25 @@ struct http_req {
  */
 int http_server_start(struct daemon *d, struct http_server **out, unsigned *port);
 
+/*
+ * struct http_gate - hooks through which a module above the HTTP server
+ * (the cluster, cluster.h) takes requests before they are served here; the
+ * daemon's d->gate (NULL: none).  Each runs on the request's connection
+ * thread with arg; a NULL member is skipped.
+ *   internal  the URL matched no route: 1 when the hook answered r (or
+ *             will), 0 to answer 404/405 as usual;
+ *   auth      the local key store did not know the Authorization header:
+ *             returns as auth_check (auth.h), filling *who;
+ *   route     after authentication: 1 when r is no longer this server's to
+ *             serve (answered, or r->route replaced by the hook's).
+ */
+struct http_gate {
+	void *arg;
+	int (*internal)(void *arg, struct http_req *r, const char *url);
+	int (*auth)(void *arg, const char *authorization, struct auth_ident *who);
+	int (*route)(void *arg, struct http_req *r);
+};
+
 /* http_server_stop - stop accepting, close connections, join threads. */
 void http_server_stop(struct http_server *s);
 

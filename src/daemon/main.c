@@ -27,6 +27,7 @@
 #include "daemon/api_errors.h"
 #include "daemon/api_mcp.h"
 #include "daemon/auth.h"
+#include "daemon/cluster.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/http_server.h"
@@ -190,6 +191,10 @@ int main(int argc, char **argv)
 	struct monitor *mon;
 	if ((e = monitor_start(&d, &mon)) < 0)
 		return fail("monitor", e, NULL);
+	/* cluster (docs/cluster.md): after adoption, so what runs here is published */
+	if (d.cfg.cluster[0] && (e = cluster_start(&d, &d.cluster, err, sizeof(err))) < 0)
+		return fail("cluster", e, err);
+	d.gate = d.cluster ? cluster_gate(d.cluster) : NULL;
 	struct http_server *http;
 	unsigned port;
 	if ((e = http_server_start(&d, &http, &port)) < 0)
@@ -203,6 +208,7 @@ int main(int argc, char **argv)
 	sigwait(&stop_signals, &sig);
 	log_kv(LOG_INFO, "daemon.stopping", "signal=%d", sig);
 	http_server_stop(http);
+	cluster_stop(d.cluster);
 	api_mcp_free(d.mcp);
 	monitor_stop(mon);
 	net_stop(d.net); /* proxied connections end with the daemon */

@@ -57,6 +57,9 @@ int store_key_insert(struct store *s, const struct key_row *k, const char *hash_
 /* store_key_by_hash - the key whose secret hashes to hash_hex; -ENOENT. */
 int store_key_by_hash(struct store *s, const char *hash_hex, struct key_row *out);
 
+/* store_key_hash - the stored hash (64 hex + NUL) of key id; -ENOENT. */
+int store_key_hash(struct store *s, const char *id, char hash_hex[65]);
+
 /* store_key_get - the key with this id; -ENOENT. */
 int store_key_get(struct store *s, const char *id, struct key_row *out);
 

@@ -42,6 +42,17 @@ int store_key_by_hash(struct store *s, const char *hash_hex, struct key_row *out
 				 STORE_ARGS(STORE_TEXT(hash_hex)), read_key, out);
 }
 
+static int read_hash(sqlite3_stmt *st, void *out)
+{
+	return store__copy_text(st, 0, out, 65);
+}
+
+int store_key_hash(struct store *s, const char *id, char hash_hex[65])
+{
+	return store__select_one(s, "key_hash", "SELECT hash FROM api_keys WHERE id = ?1",
+				 STORE_ARGS(STORE_TEXT(id)), read_hash, hash_hex);
+}
+
 int store_key_get(struct store *s, const char *id, struct key_row *out)
 {
 	return store__select_one(s, "key_get", "SELECT " KEY_COLS " FROM api_keys WHERE id = ?1",

@@ -47,6 +47,8 @@ export const API_ERROR_STATUS: Readonly<Record<string, number>> = Object.freeze(
   port_unreachable: 502,
   port_bad_response: 502,
   host_full: 503,
+  sandbox_lost: 503,
+  cluster_unavailable: 503,
   agent_busy: 503,
   agent_timeout: 504,
   port_timeout: 504,

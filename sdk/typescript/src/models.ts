@@ -11,7 +11,7 @@
 import { PandaStackError } from "./errors.js";
 
 /** Status of a sandbox. */
-export type SandboxStatus = "running" | "paused" | "stopped" | "error";
+export type SandboxStatus = "running" | "paused" | "stopped" | "error" | "lost";
 
 /** A sandbox as the API describes it (`GET /v1/sandboxes/{id}`). Times are RFC 3339 strings. */
 export interface SandboxInfo {

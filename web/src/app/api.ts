@@ -40,7 +40,7 @@ export interface Template {
 export interface Sandbox {
   id: string;
   template: string;
-  status: 'running' | 'paused' | 'stopped' | 'error';
+  status: 'running' | 'paused' | 'stopped' | 'error' | 'lost';
   reason: string | null;
   created_at: string;
   expires_at: string;

@@ -48,6 +48,8 @@ API_ERROR_STATUS: Dict[str, int] = {
     "port_unreachable": 502,
     "port_bad_response": 502,
     "host_full": 503,
+    "sandbox_lost": 503,
+    "cluster_unavailable": 503,
     "agent_busy": 503,
     "agent_timeout": 504,
     "port_timeout": 504,

@@ -57,7 +57,8 @@ class SandboxHandle:
 
     @property
     def status(self) -> str:
-        """The status when last seen: running, paused, stopped or error."""
+        """The status when last seen: running, paused, stopped, error, or lost
+        (in a cluster: its node left)."""
         return self.info.status
 
     @property

@@ -120,7 +120,7 @@ class Sandbox(SandboxHandle):
 
         Args:
             status: only this status (``running``, ``paused``, ``stopped``,
-                ``error``).
+                ``error``, ``lost``).
             metadata: only sandboxes whose metadata has every one of these pairs.
         Returns:
             a list of SandboxInfo (use :meth:`connect` to act on one).

@@ -1,0 +1,271 @@
+/*
+ * cluster.c - joining and leaving the cluster, the HTTP server's hooks,
+ * keys in etcd (and then the local mirror), /healthz's cluster object (see
+ * cluster.h and cluster_int.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/auth.h"
+#include "daemon/cluster_int.h"
+#include "daemon/daemon.h"
+
+/* The cluster secret: the first line of the file, 16 bytes at least. */
+static int read_secret(struct cluster *c, const char *path, char *err, size_t errlen)
+{
+	char *s = NULL;
+	size_t len = 0;
+	int r = util_read_file(path, 64 * 1024, &s, &len);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read --cluster-secret-file: %s", strerror(-r));
+		return r;
+	}
+	size_t n = strcspn(s, "\r\n");
+	if (n < 16 || n > sizeof(c->secret)) {
+		explicit_bzero(s, len);
+		free(s);
+		snprintf(err, errlen, "the cluster secret must be 16 to %zu bytes on its first line",
+			 sizeof(c->secret));
+		return -EINVAL;
+	}
+	memcpy(c->secret, s, n);
+	c->secret_len = n;
+	explicit_bzero(s, len);
+	free(s);
+	return 0;
+}
+
+static int check_config(struct cluster *c, const struct daemon_cfg *cfg, char *err,
+			size_t errlen)
+{
+	if (!cluster_name_valid(cfg->node_name)) {
+		snprintf(err, errlen, "--node-name must be 1-64 characters of [a-z0-9._-]");
+		return -EINVAL;
+	}
+	if ((strncmp(cfg->advertise, "http://", 7) && strncmp(cfg->advertise, "https://", 8)) ||
+	    strlen(cfg->advertise) >= sizeof(c->url) || strpbrk(cfg->advertise, " \t\r\n")) {
+		snprintf(err, errlen, "--advertise must be this node's API URL, http(s)://HOST:PORT");
+		return -EINVAL;
+	}
+	size_t pl = strlen(cfg->cluster_prefix);
+	if (pl == 0 || cfg->cluster_prefix[0] != '/' || pl + 2 > sizeof(c->prefix)) {
+		snprintf(err, errlen, "--cluster-prefix must start with / (at most %zu bytes)",
+			 sizeof(c->prefix) - 2);
+		return -EINVAL;
+	}
+	memcpy(c->node, cfg->node_name, strlen(cfg->node_name) + 1); /* checked: it fits */
+	memcpy(c->url, cfg->advertise, strlen(cfg->advertise) + 1);
+	size_t ul = strlen(c->url);
+	while (ul > 8 && c->url[ul - 1] == '/')
+		c->url[--ul] = '\0';
+	memcpy(c->prefix, cfg->cluster_prefix, pl); /* checked: pl + 2 fits */
+	if (cfg->cluster_prefix[pl - 1] != '/')
+		c->prefix[pl++] = '/';
+	c->prefix[pl] = '\0';
+	c->ttl_s = cfg->cluster_ttl_s;
+	if (!cfg->cluster_secret_file[0]) {
+		snprintf(err, errlen, "--cluster needs --cluster-secret-file (docs/cluster.md)");
+		return -EINVAL;
+	}
+	return read_secret(c, cfg->cluster_secret_file, err, errlen);
+}
+
+static void free_cluster(struct cluster *c)
+{
+	etcd_close(c->etcd);
+	free(c->nodes);
+	json_decref(c->published);
+	json_decref(c->records);
+	explicit_bzero(c->secret, sizeof(c->secret));
+	free(c->tpl_local);
+	pthread_mutex_destroy(&c->tpl_lock);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct cluster *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->d = d;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	pthread_mutex_init(&c->tpl_lock, NULL);
+	c->published = json_object();
+	c->records = json_object();
+	int r = c->published && c->records ? check_config(c, &d->cfg, err, errlen) : -ENOMEM;
+	if (!r && (r = etcd_open(d->cfg.cluster, d->cfg.cluster_ca_file[0] ? d->cfg.cluster_ca_file
+									    : NULL,
+				 &c->etcd)) < 0)
+		snprintf(err, errlen, "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
+	if (!r && (r = cluster__keys_push_admin(c)) < 0)
+		snprintf(err, errlen, "etcd did not answer at %s: %s", d->cfg.cluster,
+			 r == -ENOTCONN ? "no member reachable" : strerror(-r));
+	if (!r && (r = cluster__view_start(c)) < 0)
+		snprintf(err, errlen, "cannot read the cluster from etcd: %s", strerror(-r));
+	if (!r && (r = cluster__templates_start(c)) < 0)
+		snprintf(err, errlen, "cannot start the template thread: %s", strerror(-r));
+	if (!r && (r = cluster__node_start(c)) < 0)
+		snprintf(err, errlen, "cannot register this node in etcd: %s", strerror(-r));
+	if (r < 0) {
+		cluster_stop(c);
+		return r;
+	}
+	log_kv(LOG_INFO, "cluster.joined", "node=%s url=%s etcd=%s ttl_s=%lld", c->node, c->url,
+	       d->cfg.cluster, (long long)c->ttl_s);
+	*out = c;
+	return 0;
+}
+
+void cluster_stop(struct cluster *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	c->stop_flag = 1;
+	pthread_cond_broadcast(&c->cond);
+	int64_t lease = c->lease;
+	pthread_mutex_unlock(&c->lock);
+	if (c->threads & 1)
+		pthread_join(c->node_thread, NULL);
+	if (c->threads & 2)
+		pthread_join(c->view_thread, NULL);
+	if (c->threads & 4)
+		pthread_join(c->tpl_thread, NULL);
+	/* forwards end with their connections (the HTTP server is stopped) */
+	pthread_mutex_lock(&c->lock);
+	while (c->fwds)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	if (lease && c->etcd)
+		etcd_lease_revoke(c->etcd, lease);
+	log_kv(LOG_INFO, "cluster.left", "node=%s", c->node);
+	free_cluster(c);
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+int cluster_key_insert(struct cluster *c, const struct key_row *k, const char *hash_hex)
+{
+	char key[ETCD_KEY_MAX + 1];
+	char *rec = cluster_key_encode(k);
+	int r = rec ? cluster__key(c, key, "keys/", hash_hex, NULL) : -ENOMEM;
+	if (!r)
+		r = cluster__etcd_result(c, etcd_put_new(c->etcd, key, rec, strlen(rec), 0, NULL));
+	free(rec);
+	if (!r) {
+		r = store_key_insert(c->d->store, k, hash_hex);
+		if (r == -EEXIST)
+			r = 0; /* the watch mirrored it first */
+	}
+	return r;
+}
+
+int cluster_key_delete(struct cluster *c, const char *id)
+{
+	char prefix[ETCD_KEY_MAX + 1];
+	struct etcd_kvs kvs;
+	int r = cluster__key(c, prefix, "keys/", NULL, NULL);
+	if (!r)
+		r = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	if (r)
+		return r;
+	int found = 0;
+	for (size_t i = 0; !r && i < kvs.n; i++) {
+		struct key_row k;
+		if (cluster_key_decode(kvs.v[i].value, kvs.v[i].value_len, &k) < 0 ||
+		    strcmp(k.id, id) != 0)
+			continue;
+		found = 1;
+		r = cluster__etcd_result(c, etcd_delete(c->etcd, kvs.v[i].key, 0, NULL));
+	}
+	etcd_kvs_clear(&kvs);
+	if (r)
+		return r;
+	r = store_key_delete(c->d->store, id);
+	return r == -ENOENT && found ? 0 : r;
+}
+
+int cluster_auth_check(struct cluster *c, const char *authorization, struct auth_ident *who)
+{
+	/* auth_check already found the header well formed but unknown, or bad;
+	 * only a well-formed one is worth a look in etcd. */
+	const char *p = authorization ? strstr(authorization, AUTH_KEY_PREFIX) : NULL;
+	if (!p || strlen(p) < AUTH_KEY_LEN)
+		return -EACCES;
+	char secret[AUTH_KEY_LEN + 1], hash[AUTH_HASH_HEX_LEN + 1], key[ETCD_KEY_MAX + 1];
+	memcpy(secret, p, AUTH_KEY_LEN);
+	secret[AUTH_KEY_LEN] = '\0';
+	struct etcd_kvs kvs = {0};
+	int r = auth_hash(secret, hash);
+	explicit_bzero(secret, sizeof(secret));
+	if (!r)
+		r = cluster__key(c, key, "keys/", hash, NULL);
+	if (!r)
+		r = cluster__etcd_result(c, etcd_range(c->etcd, key, 0, &kvs));
+	if (!r && kvs.n == 1)
+		r = cluster__key_mirror(c, &kvs.v[0]);
+	else if (!r)
+		r = -EACCES;
+	etcd_kvs_clear(&kvs);
+	if (r)
+		return -EACCES;
+	return auth_check(c->d->store, authorization, who);
+}
+
+/* ---- the HTTP server's hooks ------------------------------------------------ */
+
+static int gate_internal(void *arg, struct http_req *r, const char *url)
+{
+	return cluster_internal(arg, r, url);
+}
+
+static int gate_auth(void *arg, const char *authorization, struct auth_ident *who)
+{
+	return cluster_auth_check(arg, authorization, who);
+}
+
+static int gate_route(void *arg, struct http_req *r)
+{
+	return cluster_route(arg, r);
+}
+
+const struct http_gate *cluster_gate(struct cluster *c)
+{
+	c->gate = (struct http_gate){
+		.arg = c, .internal = gate_internal, .auth = gate_auth, .route = gate_route};
+	return &c->gate;
+}
+
+/* ---- /healthz ---------------------------------------------------------------- */
+
+json_t *cluster_json(struct cluster *c)
+{
+	json_t *nodes = json_array();
+	if (!nodes)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		const struct cluster_node *n = &c->nodes[i];
+		json_t *t = json_array();
+		for (size_t j = 0; t && j < n->ntpls; j++)
+			json_array_append_new(t, json_string(n->tpls[j].name));
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:i, s:o}", "name", n->name, "url",
+						       n->url, "sandboxes_running",
+						       (int)n->sandboxes_running, "templates",
+						       t ? t : json_array()));
+	}
+	json_t *o = json_pack("{s:s, s:b, s:s, s:o}", "node", c->node, "lease_ok", c->lease != 0,
+			      "etcd", c->etcd_ok ? "ok" : "unreachable", "nodes", nodes);
+	pthread_mutex_unlock(&c->lock);
+	return o;
+}

@@ -1,0 +1,581 @@
+/*
+ * etcd_client.c - etcd v3 over its JSON gateway with libcurl (see
+ * etcd_client.h).
+ */
+#include "daemon/etcd_client.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "common/dynbuf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "mcp/mcp_base64.h"
+
+#define URL_MAX 300
+#define IDLE_HANDLES 8
+
+struct etcd {
+	char urls[ETCD_ENDPOINTS_MAX][URL_MAX]; /* "http://h:p" without a trailing / */
+	size_t n;
+	char ca_file[4096];
+	pthread_mutex_t lock;
+	size_t current;                 /* lock: the endpoint that last answered */
+	CURL *idle[IDLE_HANDLES];       /* lock: handles kept for their connections */
+	size_t nidle;
+};
+
+int etcd_prefix_end(const char *prefix, char *out, size_t outlen)
+{
+	size_t n = strlen(prefix);
+	if (n + 1 > outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, prefix, n + 1);
+	while (n > 0) {
+		unsigned char c = (unsigned char)out[n - 1];
+		if (c < 0xff) {
+			out[n - 1] = (char)(c + 1);
+			out[n] = '\0';
+			return (int)n;
+		}
+		out[--n] = '\0';
+	}
+	if (outlen < 2)
+		return -ENAMETOOLONG;
+	out[0] = '\0'; /* every key: etcd reads "\0" as the end of the key space */
+	return 1;
+}
+
+static int add_endpoint(struct etcd *e, const char *s, size_t len)
+{
+	while (len && (*s == ' ' || *s == '\t')) {
+		s++;
+		len--;
+	}
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '/'))
+		len--;
+	if (len == 0 || e->n == ETCD_ENDPOINTS_MAX)
+		return -EINVAL;
+	const char *scheme = "http://";
+	if (len > 7 && !strncmp(s, "etcd://", 7)) {
+		s += 7;
+		len -= 7;
+	} else if (len > 7 && !strncmp(s, "http://", 7)) {
+		s += 7;
+		len -= 7;
+	} else if (len > 8 && !strncmp(s, "https://", 8)) {
+		scheme = "https://";
+		s += 8;
+		len -= 8;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c <= 0x20 || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@')
+			return -EINVAL;
+	}
+	if (len == 0 || !memchr(s, ':', len) ||
+	    snprintf(e->urls[e->n], URL_MAX, "%s%.*s", scheme, (int)len, s) >= URL_MAX)
+		return -EINVAL;
+	e->n++;
+	return 0;
+}
+
+int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
+{
+	*out = NULL;
+	if (!endpoints || !*endpoints)
+		return -EINVAL;
+	struct etcd *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	/* "etcd://a:1,b:2": the scheme of the first names them all. */
+	const char *p = endpoints;
+	const char *scheme = "";
+	if (!strncmp(p, "etcd://", 7))
+		scheme = "etcd://", p += 7;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char one[URL_MAX];
+		int has_scheme = memmem(p, len, "://", 3) != NULL;
+		if (snprintf(one, sizeof(one), "%s%.*s", has_scheme ? "" : scheme, (int)len, p) >=
+			    (int)sizeof(one) ||
+		    add_endpoint(e, one, strlen(one)) < 0) {
+			free(e);
+			return -EINVAL;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (e->n == 0) {
+		free(e);
+		return -EINVAL;
+	}
+	if (ca_file && snprintf(e->ca_file, sizeof(e->ca_file), "%s", ca_file) >=
+			       (int)sizeof(e->ca_file)) {
+		free(e);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	*out = e;
+	return 0;
+}
+
+void etcd_close(struct etcd *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nidle; i++)
+		curl_easy_cleanup(e->idle[i]);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+size_t etcd_endpoint_count(const struct etcd *e)
+{
+	return e->n;
+}
+
+static CURL *take_handle(struct etcd *e)
+{
+	CURL *h = NULL;
+	pthread_mutex_lock(&e->lock);
+	if (e->nidle)
+		h = e->idle[--e->nidle];
+	pthread_mutex_unlock(&e->lock);
+	if (h) {
+		curl_easy_reset(h);
+		return h;
+	}
+	return curl_easy_init();
+}
+
+static void give_handle(struct etcd *e, CURL *h)
+{
+	pthread_mutex_lock(&e->lock);
+	if (e->nidle < IDLE_HANDLES) {
+		e->idle[e->nidle++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (h)
+		curl_easy_cleanup(h);
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct dynbuf *b = arg;
+	return dynbuf_add(b, p, size * n) == 0 ? size * n : 0;
+}
+
+static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD_CONNECT_MS);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
+	if (e->ca_file[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_file);
+}
+
+/*
+ * POST body to path on the members, the last good one first, until one
+ * answers 2xx: its body into *answer (the caller's dynbuf, cleared first).
+ * Rounds over the members go on for ETCD_CALL_MS in all (a leader election
+ * after a member left takes about a second), each attempt bounded by
+ * ETCD_ATTEMPT_MS.
+ */
+static int post(struct etcd *e, const char *path, const char *body, struct dynbuf *answer)
+{
+	CURL *h = take_handle(e);
+	if (!h)
+		return -ENOMEM;
+	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	pthread_mutex_lock(&e->lock);
+	size_t first = e->current;
+	pthread_mutex_unlock(&e->lock);
+	int r = -ENOTCONN;
+	int64_t deadline = util_now_ms() + ETCD_CALL_MS;
+	for (size_t k = 0; r == -ENOTCONN; k++) {
+		int64_t left = deadline - util_now_ms();
+		if (k > 0 && k % e->n == 0) {
+			if (left < ETCD_ROUND_PAUSE_MS * 2)
+				break;
+			struct timespec ts = {0, ETCD_ROUND_PAUSE_MS * 1000000L};
+			nanosleep(&ts, NULL);
+			left -= ETCD_ROUND_PAUSE_MS;
+		}
+		if (left <= 0)
+			break;
+		size_t i = (first + k) % e->n;
+		char url[URL_MAX + 64];
+		snprintf(url, sizeof(url), "%s%s", e->urls[i], path);
+		dynbuf_free(answer);
+		dynbuf_init(answer, ETCD_ANSWER_MAX);
+		set_common(e, h, url, hdrs);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+				 (long)(left < ETCD_ATTEMPT_MS ? left : ETCD_ATTEMPT_MS));
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
+		CURLcode cc = curl_easy_perform(h);
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		if (cc == CURLE_OK && status >= 200 && status < 300) {
+			pthread_mutex_lock(&e->lock);
+			e->current = i;
+			pthread_mutex_unlock(&e->lock);
+			r = 0;
+			break;
+		}
+		char msg[200] = "";
+		if (cc == CURLE_OK)
+			etcd_decode_error(answer->p, answer->len, msg, sizeof(msg));
+		char q[220];
+		log_kv(LOG_DEBUG, "etcd.call_failed", "url=%s curl=%d status=%ld msg=%s", url,
+		       (int)cc, status, log_quote(msg, q, sizeof(q)));
+		if (cc == CURLE_OK && status >= 400 && status < 500) {
+			log_kv(LOG_WARN, "etcd.refused", "path=%s status=%ld msg=%s", path, status,
+			       log_quote(msg, q, sizeof(q)));
+			r = -EIO;
+		}
+	}
+	curl_slist_free_all(hdrs);
+	give_handle(e, h);
+	return r;
+}
+
+/* base64 of len bytes of p as a new JSON string (NULL: ENOMEM). */
+static json_t *b64(const void *p, size_t len)
+{
+	char *s = NULL;
+	size_t n = 0;
+	if (mcp_base64_encode(p, len, &s, &n) < 0)
+		return NULL;
+	json_t *j = json_stringn(s, n);
+	free(s);
+	return j;
+}
+
+/* {"key": b64(key)} plus "range_end" for a prefix. */
+static json_t *key_obj(const char *key, int prefix)
+{
+	json_t *o = json_object();
+	if (!o || json_object_set_new(o, "key", b64(key, strlen(key))) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	if (prefix) {
+		char end[ETCD_KEY_MAX + 2];
+		int n = etcd_prefix_end(key, end, sizeof(end));
+		if (n < 0 || json_object_set_new(o, "range_end", b64(end, (size_t)n)) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* Serialise req (stolen), POST it, decode with the caller. */
+static int call(struct etcd *e, const char *path, json_t *req, struct dynbuf *answer)
+{
+	dynbuf_init(answer, ETCD_ANSWER_MAX);
+	if (!req)
+		return -ENOMEM;
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	if (!body)
+		return -ENOMEM;
+	int r = post(e, path, body, answer);
+	free(body);
+	return r;
+}
+
+int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out)
+{
+	memset(out, 0, sizeof(*out));
+	json_t *req = key_obj(key, prefix);
+	if (req && prefix)
+		json_object_set_new(req, "limit", json_integer(ETCD_KVS_MAX));
+	struct dynbuf a;
+	int r = call(e, "/v3/kv/range", req, &a);
+	if (!r)
+		r = etcd_decode_range(a.p, a.len, out);
+	dynbuf_free(&a);
+	return r;
+}
+
+static json_t *put_obj(const char *key, const void *val, size_t len, int64_t lease)
+{
+	json_t *o = key_obj(key, 0);
+	if (o && json_object_set_new(o, "value", b64(val, len)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && lease)
+		json_object_set_new(o, "lease", json_integer(lease));
+	return o;
+}
+
+int etcd_put(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+	     int64_t *revision)
+{
+	struct dynbuf a;
+	int64_t rev = 0;
+	int r = call(e, "/v3/kv/put", put_obj(key, val, len, lease), &a);
+	if (!r)
+		r = etcd_decode_write(a.p, a.len, &rev, NULL);
+	if (revision)
+		*revision = rev;
+	dynbuf_free(&a);
+	return r;
+}
+
+/* A transaction: if compare holds, do then (both stolen).  *succeeded. */
+static int txn(struct etcd *e, json_t *compare, json_t *then, int *succeeded, int64_t *revision)
+{
+	json_t *req = compare && then ? json_pack("{s:[o], s:[o]}", "compare", compare, "success",
+						  then)
+				      : NULL;
+	if (!req) {
+		json_decref(compare);
+		json_decref(then);
+	}
+	struct dynbuf a;
+	int64_t rev = 0;
+	int r = call(e, "/v3/kv/txn", req, &a);
+	if (!r)
+		r = etcd_decode_txn(a.p, a.len, succeeded, &rev, NULL);
+	if (revision)
+		*revision = rev;
+	dynbuf_free(&a);
+	return r;
+}
+
+/* compare key's target ("CREATE"/"MOD") revision equal to rev. */
+static json_t *cmp_rev(const char *key, const char *target, int64_t rev)
+{
+	json_t *o = key_obj(key, 0);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "target", json_string(target));
+	json_object_set_new(o, "result", json_string("EQUAL"));
+	json_object_set_new(o, !strcmp(target, "CREATE") ? "create_revision" : "mod_revision",
+			    json_integer(rev));
+	return o;
+}
+
+int etcd_put_new(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+		 int64_t *revision)
+{
+	json_t *put = put_obj(key, val, len, lease);
+	int ok = 0;
+	int r = txn(e, cmp_rev(key, "CREATE", 0),
+		    put ? json_pack("{s:o}", "request_put", put) : NULL, &ok, revision);
+	return r ? r : ok ? 0 : -EEXIST;
+}
+
+int etcd_put_at(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+		int64_t mod_rev, int64_t *revision)
+{
+	json_t *put = put_obj(key, val, len, lease);
+	int ok = 0;
+	int r = txn(e, cmp_rev(key, "MOD", mod_rev),
+		    put ? json_pack("{s:o}", "request_put", put) : NULL, &ok, revision);
+	return r ? r : ok ? 0 : -ESTALE;
+}
+
+int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)
+{
+	struct dynbuf a;
+	int64_t rev, n = 0;
+	int r = call(e, "/v3/kv/deleterange", key_obj(key, prefix), &a);
+	if (!r)
+		r = etcd_decode_write(a.p, a.len, &rev, &n);
+	if (deleted)
+		*deleted = n;
+	dynbuf_free(&a);
+	return r;
+}
+
+int etcd_delete_at(struct etcd *e, const char *key, int64_t mod_rev)
+{
+	json_t *del = key_obj(key, 0);
+	int ok = 0;
+	int r = txn(e, cmp_rev(key, "MOD", mod_rev),
+		    del ? json_pack("{s:o}", "request_delete_range", del) : NULL, &ok, NULL);
+	return r ? r : ok ? 0 : -ESTALE;
+}
+
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id)
+{
+	struct dynbuf a;
+	int64_t ttl = 0;
+	*id = 0;
+	int r = call(e, "/v3/lease/grant", json_pack("{s:I}", "TTL", (json_int_t)ttl_s), &a);
+	if (!r)
+		r = etcd_decode_lease(a.p, a.len, id, &ttl);
+	dynbuf_free(&a);
+	return r;
+}
+
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_s)
+{
+	struct dynbuf a;
+	int64_t got = 0;
+	*ttl_s = 0;
+	int r = call(e, "/v3/lease/keepalive", json_pack("{s:I}", "ID", (json_int_t)id), &a);
+	if (!r)
+		r = etcd_decode_lease(a.p, a.len, &got, ttl_s);
+	dynbuf_free(&a);
+	return r;
+}
+
+int etcd_lease_revoke(struct etcd *e, int64_t id)
+{
+	struct dynbuf a;
+	int r = call(e, "/v3/lease/revoke", json_pack("{s:I}", "ID", (json_int_t)id), &a);
+	dynbuf_free(&a);
+	return r;
+}
+
+/* ---- watch ----------------------------------------------------------------- */
+
+struct watch_ctx {
+	struct dynbuf line;     /* the part of a message not yet ended by '\n' */
+	etcd_watch_fn fn;
+	void *arg;
+	const volatile int *stop;
+	int64_t deadline_ms;
+	int result;             /* what ends the watch, once set */
+	int ended;
+};
+
+static int watch_line(struct watch_ctx *w, const char *p, size_t n)
+{
+	while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
+		n--;
+	if (n == 0)
+		return 0;
+	struct etcd_watch_msg m;
+	int e = etcd_decode_watch(p, n, &m);
+	if (e) {
+		w->result = e == -ECONNABORTED ? -ENOTCONN : e;
+		return 1;
+	}
+	if (m.canceled) {
+		etcd_kvs_clear(&m.events);
+		w->result = -ECANCELED;
+		return 1;
+	}
+	int r = w->fn(w->arg, &m);
+	etcd_kvs_clear(&m.events);
+	if (r) {
+		w->result = r;
+		return 1;
+	}
+	return 0;
+}
+
+static size_t on_watch_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct watch_ctx *w = arg;
+	size_t total = size * n;
+	if (w->ended)
+		return 0;
+	const char *s = p, *end = p + total;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t take = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		if (dynbuf_add(&w->line, s, take) < 0) {
+			w->result = -EPROTO;
+			w->ended = 1;
+			return 0;
+		}
+		s += take;
+		if (!nl)
+			break;
+		s++; /* the '\n' */
+		int stop = watch_line(w, dynbuf_str(&w->line), w->line.len);
+		dynbuf_reset(&w->line);
+		if (stop) {
+			w->ended = 1;
+			return 0;
+		}
+	}
+	return total;
+}
+
+static int on_watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	struct watch_ctx *w = arg;
+	(void)a, (void)b, (void)c, (void)d;
+	return (w->stop && *w->stop) || util_now_ms() >= w->deadline_ms;
+}
+
+int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms,
+	       etcd_watch_fn fn, void *arg, const volatile int *stop)
+{
+	json_t *create = key_obj(prefix, 1);
+	if (create && start_rev > 0)
+		json_object_set_new(create, "start_revision", json_integer(start_rev));
+	json_t *req = create ? json_pack("{s:o}", "create_request", create) : NULL;
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	CURL *h = body ? curl_easy_init() : NULL;
+	if (!h) {
+		free(body);
+		return -ENOMEM;
+	}
+	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	struct watch_ctx w = {.fn = fn, .arg = arg, .stop = stop,
+			      .deadline_ms = util_now_ms() + max_ms};
+	dynbuf_init(&w.line, ETCD_ANSWER_MAX);
+	pthread_mutex_lock(&e->lock);
+	size_t i = e->current;
+	pthread_mutex_unlock(&e->lock);
+	char url[URL_MAX + 16];
+	snprintf(url, sizeof(url), "%s/v3/watch", e->urls[i]);
+	set_common(e, h, url, hdrs);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_watch_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+	CURLcode cc = curl_easy_perform(h);
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	int r;
+	if (w.ended)
+		r = w.result;
+	else if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_OK)
+		r = 0; /* stopped, or the time is up (etcd never ends a stream itself) */
+	else
+		r = -ENOTCONN;
+	if (r == -ENOTCONN || (cc == CURLE_OK && status != 200)) {
+		/* the next call starts with another member */
+		pthread_mutex_lock(&e->lock);
+		if (e->current == i)
+			e->current = (i + 1) % e->n;
+		pthread_mutex_unlock(&e->lock);
+		if (r == 0)
+			r = -ENOTCONN;
+	}
+	dynbuf_free(&w.line);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(h);
+	free(body);
+	return r;
+}

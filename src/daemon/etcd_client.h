@@ -1,0 +1,118 @@
+/*
+ * etcd_client.h - a small client of etcd's v3 API through its JSON gateway
+ * (HTTP POST of JSON to /v3/kv/..., /v3/lease/..., /v3/watch on each
+ * member's client URL), on libcurl and jansson.  Spec: etcd's
+ * api-guide ("gRPC gateway") and rpc.proto; answers are decoded by
+ * etcd_decode.h, which treats them as outside input.
+ *
+ * Endpoints are a comma-separated list: "etcd://HOST:PORT,HOST:PORT" (plain
+ * HTTP), or http:// / https:// URLs.  A call tries the endpoint that last
+ * answered, then the others in turn: a member that is down, cut off or
+ * without quorum (it times out or answers 5xx) costs at most one timeout
+ * before the next is tried.  Each attempt is bounded (ETCD_CONNECT_MS to
+ * connect, ETCD_ATTEMPT_MS in all), and the rounds over the members go on,
+ * ETCD_ROUND_PAUSE_MS apart, for ETCD_CALL_MS: long enough for the
+ * survivors to elect a new leader when the old one left.
+ *
+ * Errors (every call returns 0 or one of these):
+ *   -ENOTCONN  no endpoint answered (etcd unreachable or without quorum)
+ *   -EIO       etcd refused the request (a 4xx answer; logged)
+ *   -EPROTO    an answer that does not decode
+ *   -EEXIST    etcd_put_new: the key exists
+ *   -ESTALE    etcd_put_at / etcd_delete_at: the key's revision moved on
+ *   -ENOMEM
+ * Threads: any number of threads may share one struct etcd.
+ */
+#ifndef PANDASTACK_DAEMON_ETCD_CLIENT_H
+#define PANDASTACK_DAEMON_ETCD_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/etcd_decode.h"
+
+#define ETCD_ENDPOINTS_MAX 16
+#define ETCD_CONNECT_MS 1000
+#define ETCD_ATTEMPT_MS 1500
+#define ETCD_ROUND_PAUSE_MS 200
+#define ETCD_CALL_MS 4000
+
+struct etcd;
+
+/*
+ * etcd_open - a client of the members in endpoints (see above); ca_file
+ * (may be NULL) is the PEM CA bundle for https:// members.  Nothing is
+ * contacted yet.  Returns 0 with *out (etcd_close), -EINVAL (a bad list),
+ * -ENOMEM.  Call after curl_global_init.
+ */
+int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out);
+
+/* etcd_close - free the client (no call may be running).  NULL is a no-op. */
+void etcd_close(struct etcd *e);
+
+/* etcd_endpoint_count - how many members the list names. */
+size_t etcd_endpoint_count(const struct etcd *e);
+
+/*
+ * etcd_range - the pair at key, or with prefix set every pair whose key
+ * starts with key (at most ETCD_KVS_MAX), into *out (etcd_kvs_clear).
+ * A linearizable read.
+ */
+int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out);
+
+/* etcd_put - set key to len bytes of val, attached to lease (0: none);
+ * *revision (may be NULL) gets the store's revision after it. */
+int etcd_put(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+	     int64_t *revision);
+
+/* etcd_put_new - the same only if key does not exist (one transaction);
+ * -EEXIST otherwise. */
+int etcd_put_new(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+		 int64_t *revision);
+
+/* etcd_put_at - the same only if key's mod_revision is still mod_rev (one
+ * transaction); -ESTALE otherwise (also when it was deleted). */
+int etcd_put_at(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
+		int64_t mod_rev, int64_t *revision);
+
+/* etcd_delete - remove key (prefix set: every key under it); *deleted (may
+ * be NULL) gets how many went. */
+int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted);
+
+/* etcd_delete_at - remove key only if its mod_revision is still mod_rev;
+ * -ESTALE otherwise. */
+int etcd_delete_at(struct etcd *e, const char *key, int64_t mod_rev);
+
+/* etcd_lease_grant - a new lease of ttl_s seconds: *id. */
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id);
+
+/* etcd_lease_keepalive - renew lease id once: *ttl_s is what it has left
+ * now, 0 when it had already expired (or never existed). */
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_s);
+
+/* etcd_lease_revoke - end lease id now (its keys are deleted). */
+int etcd_lease_revoke(struct etcd *e, int64_t id);
+
+/*
+ * etcd_watch - watch every key under prefix from start_rev on, for at most
+ * max_ms: fn is called on this thread with each message of the stream (the
+ * message is the caller's to clear only through fn's return: this function
+ * clears it after fn).  The watch ends when fn returns non-zero (that value
+ * is returned), *stop becomes non-zero (0), max_ms passes (0), etcd cancels
+ * it (-ECANCELED, e.g. a compacted start_rev), or the stream fails
+ * (-ENOTCONN, -EPROTO).  One line of the stream may hold ETCD_ANSWER_MAX bytes.
+ */
+struct etcd_watch_msg;
+typedef int (*etcd_watch_fn)(void *arg, struct etcd_watch_msg *msg);
+int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms,
+	       etcd_watch_fn fn, void *arg, const volatile int *stop);
+
+/*
+ * etcd_prefix_end - the range_end etcd uses for "every key starting with
+ * prefix" (prefix with its last byte below 0xff incremented, trailing 0xff
+ * bytes dropped; "\0" when there is none) into out (outlen bytes).
+ * Returns its length, or -ENAMETOOLONG.  Pure.
+ */
+int etcd_prefix_end(const char *prefix, char *out, size_t outlen);
+
+#endif

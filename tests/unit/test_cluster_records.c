@@ -1,0 +1,306 @@
+/*
+ * test_cluster_records.c - the cluster's pure parts: etcd's JSON gateway
+ * answers (etcd_decode.c, on answers captured from etcd 3.4), the records
+ * kept in etcd (cluster_record.c), node signatures (cluster_forward.c) and
+ * the prefix range end (etcd_client.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/cluster_int.h"
+#include "daemon/etcd_client.h"
+#include "daemon/etcd_decode.h"
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+
+static void range_answers(void **state)
+{
+	(void)state;
+	struct etcd_kvs kvs;
+	/* key "/p/a" = "hello", as etcd 3.4 answers it */
+	assert_int_equal(etcd_decode_range(S("{\"header\":{\"cluster_id\":\"1\",\"revision\":\"7\"},"
+					     "\"kvs\":[{\"key\":\"L3AvYQ==\",\"create_revision\":\"2\","
+					     "\"mod_revision\":\"5\",\"version\":\"1\",\"value\":"
+					     "\"aGVsbG8=\",\"lease\":\"42\"}],\"count\":\"1\"}"),
+					   &kvs),
+			 0);
+	assert_int_equal(kvs.revision, 7);
+	assert_int_equal(kvs.n, 1);
+	assert_string_equal(kvs.v[0].key, "/p/a");
+	assert_int_equal(kvs.v[0].value_len, 5);
+	assert_string_equal(kvs.v[0].value, "hello");
+	assert_int_equal(kvs.v[0].create_revision, 2);
+	assert_int_equal(kvs.v[0].mod_revision, 5);
+	assert_int_equal(kvs.v[0].lease, 42);
+	etcd_kvs_clear(&kvs);
+	/* nothing matched: etcd leaves kvs and count out */
+	assert_int_equal(etcd_decode_range(S("{\"header\":{\"revision\":\"3\"}}"), &kvs), 0);
+	assert_int_equal(kvs.n, 0);
+	assert_int_equal(kvs.revision, 3);
+	etcd_kvs_clear(&kvs);
+	/* an empty value is left out too */
+	assert_int_equal(etcd_decode_range(S("{\"kvs\":[{\"key\":\"YQ==\"}]}"), &kvs), 0);
+	assert_string_equal(kvs.v[0].value, "");
+	etcd_kvs_clear(&kvs);
+	/* bad answers */
+	static const char *const bad[] = {
+		"", "[]", "{\"kvs\":{}}", "{\"kvs\":[{\"key\":\"%%%\"}]}",
+		"{\"kvs\":[{\"value\":\"YQ==\"}]}",             /* no key */
+		"{\"kvs\":[{\"key\":\"YQ==\",\"mod_revision\":\"-1\"}]}",
+		"{\"kvs\":[{\"key\":\"YQ==\",\"mod_revision\":\"12x\"}]}",
+		"{\"kvs\":[{\"key\":\"YQ==\",\"mod_revision\":true}]}",
+		"{\"header\":{\"revision\":\"99999999999999999999999\"}}",
+		"{\"header\":[]}", "{\"kvs\":[1]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(etcd_decode_range(bad[i], strlen(bad[i]), &kvs), -EPROTO);
+}
+
+static void txn_lease_watch(void **state)
+{
+	(void)state;
+	int ok = -1;
+	int64_t rev = 0, id = 0, ttl = -1;
+	struct etcd_kvs kvs;
+	assert_int_equal(etcd_decode_txn(S("{\"header\":{\"revision\":\"4\"},\"succeeded\":true,"
+					   "\"responses\":[{\"response_put\":{\"header\":"
+					   "{\"revision\":\"4\"}}}]}"),
+					 &ok, &rev, NULL),
+			 0);
+	assert_int_equal(ok, 1);
+	assert_int_equal(rev, 4);
+	/* a failed compare: "succeeded" left out, the failure's range given */
+	assert_int_equal(etcd_decode_txn(S("{\"header\":{\"revision\":\"2\"},\"responses\":[{"
+					   "\"response_range\":{\"kvs\":[{\"key\":\"YQ==\","
+					   "\"value\":\"Yg==\"}]}}]}"),
+					 &ok, &rev, &kvs),
+			 0);
+	assert_int_equal(ok, 0);
+	assert_int_equal(kvs.n, 1);
+	assert_string_equal(kvs.v[0].value, "b");
+	etcd_kvs_clear(&kvs);
+	assert_int_equal(etcd_decode_txn(S("{\"succeeded\":\"yes\"}"), &ok, &rev, NULL), -EPROTO);
+
+	assert_int_equal(etcd_decode_lease(S("{\"header\":{},\"ID\":\"2324035746253449735\","
+					     "\"TTL\":\"5\"}"),
+					   &id, &ttl),
+			 0);
+	assert_int_equal(id, 2324035746253449735LL);
+	assert_int_equal(ttl, 5);
+	/* a keepalive comes wrapped; an expired lease has no TTL */
+	assert_int_equal(etcd_decode_lease(S("{\"result\":{\"header\":{},\"ID\":\"12345\"}}"), &id,
+					   &ttl),
+			 0);
+	assert_int_equal(id, 12345);
+	assert_int_equal(ttl, 0);
+	assert_int_equal(etcd_decode_lease(S("{\"TTL\":\"5\"}"), &id, &ttl), -EPROTO); /* no ID */
+
+	struct etcd_watch_msg m;
+	assert_int_equal(etcd_decode_watch(S("{\"result\":{\"header\":{\"revision\":\"2\"},"
+					     "\"created\":true}}"),
+					   &m),
+			 0);
+	assert_true(m.created);
+	assert_int_equal(m.events.n, 0);
+	etcd_kvs_clear(&m.events);
+	assert_int_equal(etcd_decode_watch(S("{\"result\":{\"header\":{\"revision\":\"3\"},"
+					     "\"events\":[{\"kv\":{\"key\":\"L3AvYQ==\",\"value\":"
+					     "\"aGVsbG8=\"}},{\"type\":\"DELETE\",\"kv\":{\"key\":"
+					     "\"L3AvYQ==\",\"mod_revision\":\"3\"}}]}}"),
+					   &m),
+			 0);
+	assert_int_equal(m.events.n, 2);
+	assert_false(m.events.v[0].deleted);
+	assert_string_equal(m.events.v[0].value, "hello");
+	assert_true(m.events.v[1].deleted);
+	etcd_kvs_clear(&m.events);
+	assert_int_equal(etcd_decode_watch(S("{\"result\":{\"canceled\":true,"
+					     "\"compact_revision\":\"9\"}}"),
+					   &m),
+			 0);
+	assert_true(m.canceled);
+	assert_int_equal(m.compact_revision, 9);
+	etcd_kvs_clear(&m.events);
+	assert_int_equal(etcd_decode_watch(S("{\"error\":{\"message\":\"x\"}}"), &m), -ECONNABORTED);
+	assert_int_equal(etcd_decode_watch(S("{\"result\":{\"events\":[{\"type\":\"NOPE\","
+					     "\"kv\":{\"key\":\"YQ==\"}}]}}"),
+					   &m),
+			 -EPROTO);
+
+	char msg[64];
+	etcd_decode_error(S("{\"error\":\"etcdserver: no leader\",\"code\":14,"
+			    "\"message\":\"etcdserver: no leader\\u0007\"}"),
+			  msg, sizeof(msg));
+	assert_string_equal(msg, "etcdserver: no leader");
+	etcd_decode_error(S("not json"), msg, sizeof(msg));
+	assert_string_equal(msg, "");
+}
+
+static void prefix_end(void **state)
+{
+	(void)state;
+	char out[16];
+	assert_int_equal(etcd_prefix_end("/p/", out, sizeof(out)), 3);
+	assert_string_equal(out, "/p0");
+	assert_int_equal(etcd_prefix_end("a\xff", out, sizeof(out)), 1);
+	assert_string_equal(out, "b");
+	assert_int_equal(etcd_prefix_end("\xff\xff", out, sizeof(out)), 1);
+	assert_string_equal(out, "");
+	assert_int_equal(etcd_prefix_end("0123456789abcdef", out, sizeof(out)), -ENAMETOOLONG);
+}
+
+static void node_records(void **state)
+{
+	(void)state;
+	struct cluster_node n = {0}, back;
+	snprintf(n.name, sizeof(n.name), "node-a");
+	snprintf(n.url, sizeof(n.url), "http://198.18.0.1:8080");
+	n.updated_at_ms = 1764469132123;
+	n.memory_available_bytes = 8ull << 30;
+	n.memory_reserve_bytes = 512ull << 20;
+	n.sandboxes_running = 3;
+	n.vm_memory_overhead_mib = 384;
+	n.ntpls = 1;
+	snprintf(n.tpls[0].name, sizeof(n.tpls[0].name), "base");
+	memset(n.tpls[0].hash, 'a', 64);
+	n.tpls[0].memory_mib = 512;
+	json_t *o = cluster_node_encode(&n);
+	char *text = json_dumps(o, JSON_COMPACT);
+	assert_int_equal(cluster_node_decode(text, strlen(text), &back), 0);
+	assert_string_equal(back.name, "node-a");
+	assert_string_equal(back.url, n.url);
+	assert_int_equal(back.memory_available_bytes, n.memory_available_bytes);
+	assert_int_equal(back.sandboxes_running, 3);
+	assert_int_equal(back.ntpls, 1);
+	assert_string_equal(back.tpls[0].hash, n.tpls[0].hash);
+	assert_int_equal(back.tpls[0].memory_mib, 512);
+	free(text);
+	json_decref(o);
+	static const char *const bad[] = {
+		"{\"name\":\"A\",\"url\":\"http://x:1\"}",              /* upper case */
+		"{\"name\":\"a\",\"url\":\"ftp://x:1\"}",
+		"{\"name\":\"a\",\"url\":\"http://x y:1\"}",
+		"{\"name\":\"a\",\"url\":\"http://x:1\",\"capacity\":{\"sandboxes_running\":-1}}",
+		"{\"name\":\"a\",\"url\":\"http://x:1\",\"templates\":[{\"name\":\"b\",\"hash\":\"zz\"}]}",
+		"{\"name\":\"a\",\"url\":\"http://x:1\",\"templates\":{}}",
+		"{\"url\":\"http://x:1\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(cluster_node_decode(bad[i], strlen(bad[i]), &back), -EPROTO);
+	/* a newer node's extra fields are fine */
+	assert_int_equal(cluster_node_decode(S("{\"name\":\"b\",\"url\":\"https://b:8443\","
+					       "\"zone\":\"x\"}"),
+					     &back),
+			 0);
+}
+
+static void sandbox_and_key_records(void **state)
+{
+	(void)state;
+	struct sandbox_row row = {0};
+	snprintf(row.id, sizeof(row.id), "sbx_0123456789abcdef0123");
+	snprintf(row.team, sizeof(row.team), "team-1");
+	snprintf(row.template_name, sizeof(row.template_name), "base");
+	snprintf(row.status, sizeof(row.status), "running");
+	row.created_at_ms = 1000;
+	row.expires_at_ms = 2000;
+	row.vcpus = 1;
+	row.memory_mib = 512;
+	row.metadata_json = strdup("{\"user\":\"alice\"}");
+	row.env_json = strdup("{\"SECRET\":\"x\"}");
+	char *text = cluster_sandbox_encode("node-b", &row);
+	assert_non_null(text);
+	assert_null(strstr(text, "SECRET")); /* the env never leaves its node */
+	struct cluster_sandbox s;
+	assert_int_equal(cluster_sandbox_decode(text, strlen(text), &s), 0);
+	assert_string_equal(s.node, "node-b");
+	assert_string_equal(s.row.id, row.id);
+	assert_string_equal(s.row.team, "team-1");
+	assert_string_equal(s.row.metadata_json, "{\"user\":\"alice\"}");
+	assert_string_equal(s.row.env_json, "{}");
+	assert_int_equal(s.row.expires_at_ms, 2000);
+	sandbox_row_clear(&s.row);
+	free(text);
+	sandbox_row_clear(&row);
+	static const char *const bad[] = {
+		"{\"id\":\"sbx_x\",\"team\":\"t\",\"node\":\"n\",\"template\":\"b\",\"status\":\"running\"}",
+		"{\"id\":\"sbx_0123456789abcdef0123\",\"team\":\"t\",\"node\":\"n\",\"template\":\"b\","
+		"\"status\":\"lost\"}",
+		"{\"id\":\"sbx_0123456789abcdef0123\",\"team\":\"T\",\"node\":\"n\",\"template\":\"b\","
+		"\"status\":\"running\"}",
+		"{\"id\":\"sbx_0123456789abcdef0123\",\"team\":\"t\",\"node\":\"n\",\"template\":\"b\","
+		"\"status\":\"running\",\"metadata\":{\"k\":1}}",
+		"{\"id\":\"sbx_0123456789abcdef0123\",\"team\":\"t\",\"node\":\"n\",\"template\":\"b\","
+		"\"status\":\"running\",\"reason\":\"a\\nb\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(cluster_sandbox_decode(bad[i], strlen(bad[i]), &s), -EPROTO);
+
+	struct key_row k = {0}, kb;
+	snprintf(k.id, sizeof(k.id), "key_0123456789abcdef");
+	snprintf(k.name, sizeof(k.name), "ci key");
+	snprintf(k.team, sizeof(k.team), "admin");
+	k.admin = 1;
+	k.created_at_ms = 5;
+	text = cluster_key_encode(&k);
+	assert_int_equal(cluster_key_decode(text, strlen(text), &kb), 0);
+	assert_string_equal(kb.id, k.id);
+	assert_string_equal(kb.name, "ci key");
+	assert_true(kb.admin);
+	free(text);
+	assert_int_equal(cluster_key_decode(S("{\"id\":\"nope\",\"name\":\"n\",\"team\":\"t\"}"), &kb),
+			 -EPROTO);
+	assert_int_equal(cluster_key_decode(S("{\"id\":\"key_1\",\"name\":\"n\",\"team\":\"t\","
+					      "\"admin\":1}"),
+					    &kb),
+			 -EPROTO);
+}
+
+static void signatures(void **state)
+{
+	(void)state;
+	struct cluster c, other;
+	memset(&c, 0, sizeof(c));
+	memset(&other, 0, sizeof(other));
+	snprintf(c.node, sizeof(c.node), "node-a");
+	memcpy(c.secret, "0123456789abcdef0123", 20);
+	c.secret_len = 20;
+	other = c;
+	other.secret[0] = 'X';
+	char sig[400], from[CLUSTER_NAME_MAX];
+	const char *path = "/v1/sandboxes/sbx_0123456789abcdef0123/exec";
+	int64_t now = 1764469132123;
+	assert_int_equal(cluster__sign(&c, "POST", path, now, sig, sizeof(sig)), 0);
+	/* positive control: the same call verifies */
+	assert_true(cluster__verify(&c, sig, "POST", path, now + 1000, from));
+	assert_string_equal(from, "node-a");
+	/* and each change is refused */
+	assert_false(cluster__verify(&c, sig, "GET", path, now, from));
+	assert_false(cluster__verify(&c, sig, "POST", "/v1/sandboxes/sbx_0123456789abcdef0124/exec",
+				     now, from));
+	assert_false(cluster__verify(&other, sig, "POST", path, now, from));
+	assert_false(cluster__verify(&c, sig, "POST", path, now + CLUSTER_SIGN_SKEW_MS + 1, from));
+	assert_false(cluster__verify(&c, NULL, "POST", path, now, from));
+	char forged[420];
+	snprintf(forged, sizeof(forged), "node-b%s", sig + strlen("node-a"));
+	assert_false(cluster__verify(&c, forged, "POST", path, now, from));
+	snprintf(forged, sizeof(forged), "%s ", sig);
+	assert_false(cluster__verify(&c, forged, "POST", path, now, from));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(range_answers),  cmocka_unit_test(txn_lease_watch),
+		cmocka_unit_test(prefix_end),     cmocka_unit_test(node_records),
+		cmocka_unit_test(sandbox_and_key_records), cmocka_unit_test(signatures),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
