@@ -26,11 +26,14 @@
 #   test-engine        the engine on real guests (tests/engine)
 #   test-integration   the daemon, the CLI, the SDKs over https and the images
 #                      (tests/integration, pytest)
+#   test-cluster       three nodes and three etcd members in network namespaces
+#                      (tests/cluster, docs/cluster.md)
 #   test-web           the dashboard in chromium against a live daemon
 #   test-agents        the MCP server with the MCP SDK's client (tests/mcp) and the
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
-#   bench-create bench-api bench-contexts bench-density bench-ports bench-network   figures (bench/)
+#   bench-create bench-api bench-contexts bench-density bench-ports bench-network
+#   bench-cluster      figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -202,6 +205,15 @@ PYTHON ?= /usr/bin/python3
 .PHONY: test-integration bench-api
 test-integration: $(BUILD)/pandastackd $(BUILD)/pandastack sdk-ts-build
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) -m pytest -q tests/integration
+
+# The cluster on one machine (tests/cluster, docs/cluster.md): three etcd
+# members and three daemons in network namespaces of their own; needs root.
+.PHONY: test-cluster bench-cluster
+test-cluster: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) -m pytest -q -p no:cacheprovider tests/cluster
+
+bench-cluster: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/cluster.py
 
 bench-api: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py

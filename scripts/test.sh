@@ -24,6 +24,7 @@ step "templates";           make templates
 step "smoke";               make smoke
 step "engine on real guests"; make test-engine
 step "daemon, CLI, images (pytest)"; make test-integration
+step "cluster: three nodes on etcd"; make test-cluster
 step "SDKs";                make test-sdk
 step "dashboard in chromium"; make test-web
 step "MCP server and agent framework recipes"; make test-agents
