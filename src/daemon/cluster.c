@@ -172,11 +172,8 @@ int cluster_key_insert(struct cluster *c, const struct key_row *k, const char *h
 
 int cluster_key_delete(struct cluster *c, const char *id)
 {
-	char prefix[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
-	int r = cluster__key(c, prefix, "keys/", NULL, NULL);
-	if (!r)
-		r = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	int r = cluster__range_under(c, "keys/", NULL, NULL, &kvs);
 	if (r)
 		return r;
 	int found = 0;

@@ -32,6 +32,15 @@ int cluster__sandbox_key(const struct cluster *c, const char *team, const char *
 	return 0;
 }
 
+int cluster__range_under(struct cluster *c, const char *a, const char *b, const char *d,
+			 struct etcd_kvs *out)
+{
+	char prefix[ETCD_KEY_MAX + 1];
+	memset(out, 0, sizeof(*out));
+	int r = cluster__key(c, prefix, a, b, d);
+	return r ? r : cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, out));
+}
+
 int cluster__wait(struct cluster *c, int64_t ms, int *wake)
 {
 	struct timespec ts;

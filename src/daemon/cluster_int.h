@@ -161,6 +161,12 @@ int cluster__key(const struct cluster *c, char *out, const char *a, const char *
  * bytes); -ENAMETOOLONG. */
 int cluster__sandbox_key(const struct cluster *c, const char *team, const char *id, char *key);
 
+/* cluster__range_under - every pair under c->prefix + a + b + d (b, d may
+ * be NULL) into *out (etcd_kvs_clear), etcd's state noted for /healthz.
+ * 0, -ENAMETOOLONG, or as etcd_range. */
+int cluster__range_under(struct cluster *c, const char *a, const char *b, const char *d,
+			 struct etcd_kvs *out);
+
 /* cluster__wait - sleep up to ms, or until cluster_stop (returns 1) or,
  * when wake is not NULL, until *wake is set (it is cleared; c->lock guards
  * it).  Returns 0 otherwise. */

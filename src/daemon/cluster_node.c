@@ -92,11 +92,8 @@ static int do_register(struct cluster *c)
  * gone (their tombstones), then remove the tombstones. */
 static int apply_tombstones(struct cluster *c)
 {
-	char prefix[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
-	int r = cluster__key(c, prefix, "deleted/", NULL, NULL);
-	if (!r)
-		r = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	int r = cluster__range_under(c, "deleted/", NULL, NULL, &kvs);
 	if (r)
 		return r;
 	for (size_t i = 0; i < kvs.n; i++) {

@@ -22,18 +22,6 @@ int cluster_name_valid(const char *s)
 	return body_check_name(s) == 0 && strlen(s) < CLUSTER_NAME_MAX;
 }
 
-static json_t *load(const char *buf, size_t len)
-{
-	if (!buf || len == 0 || len > RECORD_MAX)
-		return NULL;
-	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
 /* A string field of at most cap - 1 bytes without NUL or control bytes. */
 static int get_str(json_t *o, const char *k, char *out, size_t cap, int required)
 {
@@ -141,7 +129,7 @@ static int decode_tpl(json_t *o, struct cluster_tpl *t)
 int cluster_node_decode(const char *buf, size_t len, struct cluster_node *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, RECORD_MAX);
 	if (!o)
 		return -EPROTO;
 	json_t *cap = json_object_get(o, "capacity");
@@ -228,7 +216,7 @@ static int decode_meta(json_t *m, char **out)
 int cluster_sandbox_decode(const char *buf, size_t len, struct cluster_sandbox *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, RECORD_MAX);
 	if (!o)
 		return -EPROTO;
 	struct sandbox_row *r = &out->row;
@@ -288,7 +276,7 @@ char *cluster_key_encode(const struct key_row *k)
 int cluster_key_decode(const char *buf, size_t len, struct key_row *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, RECORD_MAX);
 	if (!o)
 		return -EPROTO;
 	int e = get_str(o, "id", out->id, sizeof(out->id), 1);

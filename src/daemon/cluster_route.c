@@ -343,13 +343,10 @@ static int cmp_rows(const void *pa, const void *pb)
 int cluster_sandbox_list(struct cluster *c, const char *team, const char *status,
 			 struct sandbox_row **rows, size_t *n)
 {
-	char prefix[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
 	*rows = NULL;
 	*n = 0;
-	int e = cluster__key(c, prefix, "sandboxes/", team, "/");
-	if (!e)
-		e = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	int e = cluster__range_under(c, "sandboxes/", team, "/", &kvs);
 	if (e == -ENOTCONN) /* this node's own, the best there is */
 		return store_sandbox_list(c->d->store, team, status, rows, n);
 	if (e)

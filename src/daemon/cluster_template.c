@@ -573,7 +573,7 @@ static int fetch_manifest(struct cluster *c, const struct cluster_node *node, co
 	dynbuf_init(&b, TPL_MANIFEST_MAX);
 	struct sink s = {.mem = &b};
 	int r = fetch(c, node, path, &s);
-	json_t *o = r ? NULL : json_loadb(dynbuf_str(&b), b.len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *o = r ? NULL : etcd_json_object(dynbuf_str(&b), b.len, TPL_MANIFEST_MAX);
 	dynbuf_free(&b);
 	if (r)
 		return r;

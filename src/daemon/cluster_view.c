@@ -133,11 +133,8 @@ static int on_watch(void *arg, struct etcd_watch_msg *m)
 /* Read nodes/ into the table; *rev gets the revision it was read at. */
 static int read_nodes(struct cluster *c, int64_t *rev)
 {
-	char prefix[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
-	int r = cluster__key(c, prefix, "nodes/", NULL, NULL);
-	if (!r)
-		r = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	int r = cluster__range_under(c, "nodes/", NULL, NULL, &kvs);
 	if (r)
 		return r;
 	*rev = kvs.revision;
@@ -161,11 +158,8 @@ static int read_nodes(struct cluster *c, int64_t *rev)
 /* Make the local key mirror equal to keys/ in etcd. */
 static int read_keys(struct cluster *c)
 {
-	char prefix[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
-	int r = cluster__key(c, prefix, "keys/", NULL, NULL);
-	if (!r)
-		r = cluster__etcd_result(c, etcd_range(c->etcd, prefix, 1, &kvs));
+	int r = cluster__range_under(c, "keys/", NULL, NULL, &kvs);
 	if (r)
 		return r;
 	struct key_row *local = NULL;

@@ -23,10 +23,9 @@ void etcd_kvs_clear(struct etcd_kvs *kvs)
 	memset(kvs, 0, sizeof(*kvs));
 }
 
-/* A JSON object from len bytes of buf, or NULL. */
-static json_t *load(const char *buf, size_t len)
+json_t *etcd_json_object(const char *buf, size_t len, size_t max)
 {
-	if (!buf || len == 0 || len > ETCD_ANSWER_MAX)
+	if (!buf || len == 0 || len > max)
 		return NULL;
 	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
 	if (!json_is_object(o)) {
@@ -175,7 +174,7 @@ static int decode_range_obj(json_t *o, struct etcd_kvs *out)
 int etcd_decode_range(const char *buf, size_t len, struct etcd_kvs *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return -EPROTO;
 	int e = decode_range_obj(o, out);
@@ -187,7 +186,7 @@ int etcd_decode_range(const char *buf, size_t len, struct etcd_kvs *out)
 
 int etcd_decode_write(const char *buf, size_t len, int64_t *revision, int64_t *deleted)
 {
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return -EPROTO;
 	int64_t d = 0;
@@ -207,7 +206,7 @@ int etcd_decode_txn(const char *buf, size_t len, int *succeeded, int64_t *revisi
 		memset(range, 0, sizeof(*range));
 	*succeeded = 0;
 	*revision = 0;
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return -EPROTO;
 	int e = get_bool(o, "succeeded", succeeded);
@@ -246,7 +245,7 @@ int etcd_decode_txn(const char *buf, size_t len, int *succeeded, int64_t *revisi
 int etcd_decode_lease(const char *buf, size_t len, int64_t *id, int64_t *ttl_s)
 {
 	*id = *ttl_s = 0;
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return -EPROTO;
 	json_t *body = o;
@@ -293,7 +292,7 @@ static int decode_event(json_t *ev, struct etcd_kv *kv)
 int etcd_decode_watch(const char *buf, size_t len, struct etcd_watch_msg *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return -EPROTO;
 	int e = 0;
@@ -339,7 +338,7 @@ void etcd_decode_error(const char *buf, size_t len, char *msg, size_t msglen)
 	if (msglen == 0)
 		return;
 	msg[0] = '\0';
-	json_t *o = load(buf, len);
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
 	if (!o)
 		return;
 	json_t *body = json_object_get(o, "error");

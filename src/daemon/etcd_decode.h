@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #define ETCD_KEY_MAX 1024                /* bytes of one key */
 #define ETCD_VALUE_MAX (1024u * 1024u)   /* bytes of one value */
 #define ETCD_KVS_MAX 20000               /* pairs in one answer or watch message */
@@ -44,6 +46,13 @@ struct etcd_kvs {
 	size_t n;
 	int64_t revision;       /* the store's revision when etcd answered */
 };
+
+/*
+ * etcd_json_object - the JSON object in len bytes of buf (at most max;
+ * duplicate keys refused), a new reference, or NULL for anything else.
+ * Also for the records the cluster keeps in etcd's values.
+ */
+json_t *etcd_json_object(const char *buf, size_t len, size_t max);
 
 /* etcd_kvs_clear - free what kvs owns and zero it.  NULL-safe fields. */
 void etcd_kvs_clear(struct etcd_kvs *kvs);
