@@ -90,8 +90,23 @@ static void schedule_reap(void)
 	loop_timer_arm(g_env->loop, &reaper, due);
 }
 
+void contexts_notebook_path(const char *id, const char *want, char *out, size_t outlen)
+{
+	if (want) {
+		snprintf(out, outlen, "%s", want);
+		return;
+	}
+	for (struct agent_context *c = head; c; c = c->next) {
+		if (strcmp(c->nb.path, CONTEXTS_NOTEBOOK_DEFAULT) == 0) {
+			snprintf(out, outlen, "%s/notebook-%s.ipynb", CONTEXTS_NOTEBOOK_DIR, id);
+			return;
+		}
+	}
+	snprintf(out, outlen, "%s", CONTEXTS_NOTEBOOK_DEFAULT);
+}
+
 int contexts_create(struct agent_env *env, const char *id, const struct kernel_opts *o,
-		    int64_t idle_timeout_ms, struct agent_context **out)
+		    int64_t idle_timeout_ms, const char *notebook, struct agent_context **out)
 {
 	*out = NULL;
 	if (!id || strlen(id) > AGENT_REQ_CTX_ID_MAX)
@@ -112,6 +127,7 @@ int contexts_create(struct agent_env *env, const char *id, const struct kernel_o
 	snprintf(c->cwd, sizeof(c->cwd), "%s", o->cwd ? o->cwd : "");
 	c->idle_timeout_ms = idle_timeout_ms > 0 ? idle_timeout_ms : CONTEXT_IDLE_DEFAULT_MS;
 	c->created_wall_ms = (int64_t)(util_wall_ns() / 1000000u);
+	notebook_init(&c->nb, notebook);
 	int r = kernel_ctx_create(o, &c->k);
 	if (r < 0) {
 		free(c);
@@ -161,6 +177,7 @@ void contexts_destroy(struct agent_context *c, int err, const char *why)
 	if (g_env)
 		loop_watch_del(g_env->loop, &c->w);
 	kernel_ctx_destroy(c->k);
+	notebook_free(&c->nb);
 	char q[160];
 	log_kv(LOG_INFO, "context.destroyed", "id=%s why=%s contexts=%u", c->id,
 	       log_quote(why, q, sizeof(q)), count);
@@ -180,6 +197,8 @@ json_t *contexts_json(struct agent_context *c)
 			      "cwd", c->cwd[0] ? c->cwd : NULL, "restarts",
 			      (json_int_t)c->restarts, "last_restart",
 			      c->last_restart[0] ? c->last_restart : NULL);
+	if (o)
+		json_object_set_new(o, "notebook", c->nb.path[0] ? json_string(c->nb.path) : json_null());
 	return o;
 }
 
@@ -253,6 +272,7 @@ static int on_context_event(struct agent_context *c, json_t *ev)
 /* An event of run exec_id: to its stream, if it still has one. */
 static void on_exec_event(struct agent_context *c, uint64_t exec_id, json_t *ev)
 {
+	notebook_event(&c->nb, exec_id, ev);
 	struct context_wait *w = c->runs;
 	while (w && w->exec_id != exec_id)
 		w = w->next;

@@ -28,6 +28,7 @@
 
 #include "agent/kernel.h"
 #include "agent/loop.h"
+#include "agent/notebook.h"
 #include "agent/request.h"
 #include "agent/astream.h"
 
@@ -62,18 +63,33 @@ struct agent_context {
 	char last_restart[256];      /* why the last one was replaced */
 	struct context_wait *creator;
 	struct context_wait *runs;
+	struct notebook nb;          /* its cells as a notebook file (notebook.h) */
 	struct agent_context *next;
 };
 
 /*
  * contexts_create - a new context id with kernel options o (borrowed) that
  * is reaped after idle_timeout_ms (0: CONTEXT_IDLE_DEFAULT_MS); cwd is
- * recorded for listings.  Its events are watched on env->loop.  Returns 0
+ * recorded for listings; its cells are kept in the notebook file notebook
+ * (absolute; NULL or "": none).  Its events are watched on env->loop.  Returns 0
  * with *out (owned by the registry), -EEXIST (id in use), -EMFILE
  * (CONTEXTS_MAX), or kernel_ctx_create's -errno.
  */
 int contexts_create(struct agent_env *env, const char *id, const struct kernel_opts *o,
-		    int64_t idle_timeout_ms, struct agent_context **out);
+		    int64_t idle_timeout_ms, const char *notebook, struct agent_context **out);
+
+/* The notebook file of a context created without naming one, when no
+ * other context has it (else CONTEXTS_NOTEBOOK_DIR/notebook-<id>.ipynb). */
+#define CONTEXTS_NOTEBOOK_DIR "/workspace"
+#define CONTEXTS_NOTEBOOK_DEFAULT CONTEXTS_NOTEBOOK_DIR "/notebook.ipynb"
+
+/*
+ * contexts_notebook_path - the notebook file a new context id gets: want
+ * (a path the host named; NULL for the default, "" for none).  The default
+ * is CONTEXTS_NOTEBOOK_DEFAULT while no live context has it.  out gets the
+ * path ("" for none; outlen bytes).
+ */
+void contexts_notebook_path(const char *id, const char *want, char *out, size_t outlen);
 
 /* contexts_find - the context id, or NULL. */
 struct agent_context *contexts_find(const char *id);

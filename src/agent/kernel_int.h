@@ -20,6 +20,7 @@
 
 #include "agent/jupyter_exec.h"
 #include "agent/kernel.h"
+#include "agent/kernel_late.h"
 #include "agent/kernel_proc.h"
 
 /* Kinds of queued work. */
@@ -114,6 +115,7 @@ struct kernel_ctx {
 	json_t *kernel_info;         /* from kernel_info_reply */
 	struct kernel_job *cur;
 	struct jupyter_exec x;
+	struct kernel_late late;     /* printed while no user run was current */
 	int64_t cur_started, cur_deadline, grace_deadline, finish_deadline;
 	int cur_timed_out, cur_interrupted;
 	uint64_t cur_heard;          /* messages and output of the run so far */

@@ -239,6 +239,8 @@ static void start_next(struct kernel_ctx *c)
 	c->cur_deadline = j->timeout_ms > 0 ? c->cur_started + j->timeout_ms : 0;
 	char msg_id[JUPYTER_ID_SIZE] = "";
 	int r = jupyter_exec_init(&c->x, "", c->cfg.output_cap);
+	if (r == 0 && j->kind == JOB_USER && kernel_late_flush(&c->late, &c->x) == 0)
+		flush_events(c); /* what was printed since the last run comes first */
 	if (r == 0)
 		r = c->be->execute(c, j->code, j->kind != JOB_USER, msg_id);
 	if (r < 0) {
@@ -523,6 +525,12 @@ static int is_reaction(const struct jupyter_msg *m)
 
 void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 {
+	int late = kernel_late_route(&c->late, m, c->cur ? c->x.msg_id : NULL,
+				     c->cur && c->cur->kind == JOB_USER ? &c->x : NULL);
+	if (late == 2)
+		flush_events(c);
+	if (late)
+		return;
 	if (!c->cur)
 		return;
 	int r = jupyter_exec_feed(&c->x, m);
@@ -553,8 +561,10 @@ void kernel__on_ready(struct kernel_ctx *c, const json_t *kernel_info)
 
 void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_t n)
 {
-	if (!c->cur)
+	if (!c->cur) {
+		kernel_late_add(&c->late, is_stderr, s, n);
 		return;
+	}
 	c->cur_heard++;
 	if (c->cur->kind != JOB_USER)
 		return;
@@ -597,6 +607,7 @@ static void adopt_handover(struct kernel_ctx *c, struct kernel_cfg *h)
 	c->cfg.idle = 0;
 	c->no_restart = 0;
 	free(h);
+	kernel_late_clear(&c->late); /* the spare's own output is not the owner's */
 	if (c->proc.pid > 0) {
 		int r = kernel_proc_promote(&c->proc);
 		if (r < 0)
@@ -730,6 +741,7 @@ static void teardown(struct kernel_ctx *c)
 	}
 	if (c->dir[0])
 		util_rm_rf(c->dir);
+	kernel_late_clear(&c->late);
 	kernel__cfg_clear(&c->cfg);
 	log_kv(LOG_DEBUG, "kernel.destroyed", "dir=%s", c->dir);
 }

@@ -127,8 +127,13 @@ static int op_create(struct astream *s, struct agent_req *req)
 	o.use_pool = 1;
 	if (o.output_cap > KERNEL_OUTPUT_CAP_MAX)
 		o.output_cap = KERNEL_OUTPUT_CAP_MAX;
+	/* the default notebook file only in the guest (a test host has no
+	 * /workspace); a path the host named anywhere */
+	char nb[AGENT_REQ_PATH_MAX + 1] = "";
+	if (!req->notebook_off && (req->notebook || s->env->init_mode))
+		contexts_notebook_path(req->ctx_id, req->notebook, nb, sizeof(nb));
 	struct agent_context *c = NULL;
-	int r = contexts_create(s->env, req->ctx_id, &o, (int64_t)req->idle_timeout_ms, &c);
+	int r = contexts_create(s->env, req->ctx_id, &o, (int64_t)req->idle_timeout_ms, nb, &c);
 	free(envp);
 	if (r == -EEXIST) {
 		astream_end_err(s, EEXIST, "context '%s' exists", req->ctx_id);
@@ -163,6 +168,7 @@ static int op_run(struct astream *s, struct agent_req *req)
 		kernel_ctx_cancel(c->k, exec_id);
 		return r;
 	}
+	notebook_run(&c->nb, exec_id, req->code, req->code_len);
 	/* the host learns at once that the run is queued (or an error) */
 	astream_event(s, json_pack("{s:s, s:I}", "type", "accepted", "exec_id",
 				   (json_int_t)exec_id));

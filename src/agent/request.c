@@ -68,6 +68,7 @@ static const struct field mkdir_fields[] = {
 static const struct field ctx_create_fields[] = {
 	{"id", T_STRING, F_REQ},    {"language", T_STRING, 0},     {"cwd", T_PATH, 0},
 	{"env", T_OBJECT, 0},       {"idle_timeout_ms", T_UINT, 0}, {"output_cap", T_UINT, 0},
+	{"notebook", T_PATH, 0},    {"notebook_off", T_BOOL, 0},
 	{NULL, 0, 0},
 };
 static const struct field ctx_run_fields[] = {
@@ -371,6 +372,11 @@ static int fill_context(const struct op_spec *sp, json_t *root, struct agent_req
 		return fail(err, errlen, -EINVAL, "language: only \"python\" is supported");
 	if ((v = get(root, "cwd")) && !(r->cwd = dup_string(v)))
 		return -ENOMEM;
+	if ((v = get(root, "notebook")) && !(r->notebook = dup_string(v)))
+		return -ENOMEM;
+	r->notebook_off = (v = get(root, "notebook_off")) ? json_is_true(v) : 0;
+	if (r->notebook && r->notebook_off)
+		return fail(err, errlen, -EINVAL, "notebook: not with notebook_off");
 	if ((v = get(root, "env")) && (e = parse_env(v, r, err, errlen)) < 0)
 		return e;
 	if ((e = parse_uint_max(get(root, "timeout_ms"), "timeout_ms", AGENT_REQ_TIMEOUT_MAX_MS,
@@ -555,6 +561,7 @@ void agent_req_free(struct agent_req *r)
 	free(r->ctx_id);
 	free(r->code);
 	free(r->pip_index_url);
+	free(r->notebook);
 	if (r->env)
 		for (size_t i = 0; i < r->nenv; i++)
 			free(r->env[i]);

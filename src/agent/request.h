@@ -96,6 +96,8 @@ struct agent_req {
 	size_t code_len;        /* bytes of code without the NUL */
 	uint64_t idle_timeout_ms; /* context_create: reap after this idle; 0 default */
 	uint64_t pool_kernels;  /* context_pool: warm kernels to keep; 0 default (1) */
+	char *notebook;         /* context_create: the notebook file (absolute), or NULL */
+	int notebook_off;       /* context_create: keep no notebook file */
 	/* command_kill */
 	int signal;             /* SIGKILL unless named ("SIGTERM", ...) */
 	/* command_output */

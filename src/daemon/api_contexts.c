@@ -80,7 +80,7 @@ static json_t *context_json(json_t *g, int64_t created_ms)
 			      created);
 	if (!o)
 		return NULL;
-	static const char *const strs[] = {"cwd", "kernel", "language_version"};
+	static const char *const strs[] = {"cwd", "kernel", "language_version", "notebook"};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
 		json_t *v = json_object_get(g, strs[i]);
 		json_object_set_new(o, strs[i], json_is_string(v) ? json_copy(v) : json_null());
@@ -121,6 +121,10 @@ void api_contexts_create(struct http_req *r)
 			  : NULL;
 	if (req && b.cwd)
 		json_object_set_new(req, "cwd", json_string(b.cwd));
+	if (req && b.notebook && b.notebook[0])
+		json_object_set_new(req, "notebook", json_string(b.notebook));
+	else if (req && b.notebook)
+		json_object_set_new(req, "notebook_off", json_true());
 	context_body_clear(&b);
 	json_t *res = NULL;
 	int e = req ? sbx_call(sb, req, CREATE_WAIT_MS, &res) : -ENOMEM;

@@ -538,12 +538,13 @@ int body_parse_bool_query(const char *name, const char *value, int dflt, int *ou
 int body_parse_context(const char *buf, size_t len, struct context_body *out,
 		       struct body_error *err)
 {
-	static const char *const fields[] = {"language", "cwd", "env", NULL};
+	static const char *const fields[] = {"language", "cwd", "env", "notebook", NULL};
 	memset(out, 0, sizeof(*out));
 	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
 	const char *lang = NULL;
+	const char *nb = NULL;
 	int r = get_string(root, "language", BODY_NAME_MAX, 0, &lang, NULL, err);
 	if (!r && lang && strcmp(lang, "python") != 0)
 		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'language' must be \"python\"");
@@ -551,6 +552,14 @@ int body_parse_context(const char *buf, size_t len, struct context_body *out,
 		r = get_cwd(root, &out->cwd, err);
 	if (!r)
 		r = get_env(root, &out->env, err);
+	if (!r)
+		r = get_string(root, "notebook", BODY_PATH_MAX, 0, &nb, NULL, err);
+	if (!r && nb && nb[0] && body_check_path(nb, err) < 0)
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
+				   "field 'notebook' must be an absolute path of at most %d bytes, "
+				   "or \"\"",
+				   BODY_PATH_MAX);
+	out->notebook = nb;
 	if (r)
 		context_body_clear(out);
 	return r;

@@ -88,6 +88,7 @@ struct command_stdin_body {
 struct context_body {
 	json_t *root;
 	const char *cwd;      /* NULL when absent */
+	const char *notebook; /* NULL when absent (the default file), "" for none */
 	json_t *env;          /* new reference; {} when absent */
 };
 

@@ -251,6 +251,81 @@ static void test_env_and_cwd(void **state)
 	run_clear(&r);
 }
 
+/*
+ * A thread that prints after its cell ended, and a cell run at once after
+ * it: every line reaches the caller, in order, in the cell that was current
+ * when it was printed or else the context's next run (kernel_late.h).
+ */
+static void test_output_after_the_cell_ended(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_late", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r[3];
+	run_code(f->c, "ctx_late",
+		 "import threading, time\n"
+		 "def talk():\n"
+		 "    for i in range(3):\n"
+		 "        time.sleep(0.4)\n"
+		 "        print('late', i, flush=True)\n"
+		 "threading.Thread(target=talk).start()\n",
+		 0, &r[0]);
+	run_code(f->c, "ctx_late", "1 + 1", 0, &r[1]);
+	/* control: the lines were not yet printed when both cells ended */
+	assert_null(strstr(r[0].out, "late 2"));
+	assert_null(strstr(r[1].out, "late 2"));
+	usleep(2500 * 1000);
+	run_code(f->c, "ctx_late", "print('next')", 0, &r[2]);
+	char all[512];
+	snprintf(all, sizeof(all), "%s%s%s", r[0].out, r[1].out, r[2].out);
+	assert_string_equal(all, "late 0\nlate 1\nlate 2\nnext\n");
+	for (int i = 0; i < 3; i++)
+		run_clear(&r[i]);
+}
+
+/*
+ * The context's notebook file: 3 cells (text, a display, an error) open
+ * with nbformat and validate against its schema, with their outputs.
+ * Control: before the first cell ends there is no file.
+ */
+static void test_notebook_file(void **state)
+{
+	struct fixture *f = *state;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/pandastack-test-%d.ipynb", (int)getpid());
+	unlink(path);
+	json_t *end = create_ctx(f->c, "ctx_nb", json_pack("{s:s}", "notebook", path));
+	assert_null(end_error(end));
+	assert_string_equal(json_string_value(json_object_get(end, "notebook")), path);
+	json_decref(end);
+	assert_int_not_equal(access(path, F_OK), 0);
+	struct run r;
+	run_code(f->c, "ctx_nb", "print('one')\n6 * 7", 0, &r);
+	run_clear(&r);
+	run_code(f->c, "ctx_nb",
+		 "from IPython.display import display, HTML\ndisplay(HTML('<b>two</b>'))", 0, &r);
+	run_clear(&r);
+	run_code(f->c, "ctx_nb", "1 / 0", 0, &r);
+	run_clear(&r);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c \"import nbformat, sys\n"
+		 "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+		 "nbformat.validate(nb)\n"
+		 "c = nb.cells\n"
+		 "assert [x.source for x in c] == ['print(\\'one\\')\\n6 * 7', "
+		 "'from IPython.display import display, HTML\\ndisplay(HTML(\\'<b>two</b>\\'))', "
+		 "'1 / 0'], c\n"
+		 "assert c[0].outputs[0].text == 'one\\n' and c[0].outputs[1].data['text/plain'] == '42'\n"
+		 "assert c[1].outputs[0].data['text/html'] == '<b>two</b>'\n"
+		 "assert c[2].outputs[0].ename == 'ZeroDivisionError'\n"
+		 "\" %s",
+		 path);
+	assert_int_equal(system(cmd), 0);
+	unlink(path);
+}
+
 static void test_busy_context_queues(void **state)
 {
 	struct fixture *f = *state;
@@ -533,6 +608,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_and_cwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_context_queues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_after_the_cell_ended, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notebook_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_kernel_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_run, setup, teardown),

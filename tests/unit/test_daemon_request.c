@@ -310,6 +310,19 @@ static void context_bodies(void **state)
 	assert_int_equal(body_parse_context(esc, strlen(esc), &c, &e), -EINVAL);
 	assert_string_equal(api_errors_code(e.code), "invalid_json");
 	assert_true(utf8_valid(e.message, strlen(e.message)));
+	const char *nb = "{\"notebook\": \"/workspace/a.ipynb\"}";
+	assert_int_equal(body_parse_context(nb, strlen(nb), &c, &e), 0);
+	assert_string_equal(c.notebook, "/workspace/a.ipynb");
+	context_body_clear(&c);
+	nb = "{\"notebook\": \"\"}";
+	assert_int_equal(body_parse_context(nb, strlen(nb), &c, &e), 0);
+	assert_string_equal(c.notebook, "");
+	context_body_clear(&c);
+	nb = "{\"notebook\": \"relative.ipynb\"}";
+	assert_int_equal(body_parse_context(nb, strlen(nb), &c, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
+	nb = "{\"notebook\": null}";
+	assert_int_equal(body_parse_context(nb, strlen(nb), &c, &e), -EINVAL);
 }
 
 static void code_bodies(void **state)

@@ -408,7 +408,12 @@ static void case_cancel_queued(struct ctx_box *b)
 	assert_int_equal(json_array_size(eq), 1);
 	assert_string_equal(str(json_object_get(json_array_get(eq, 0), "error"), "name"), "Cancelled");
 	assert_int_equal(pump(b, a, NULL, ea, RUN_DEADLINE_MS), 0);
-	assert_string_equal(str(json_array_get(ea, 0), "text"), "slow");
+	/* its result (text an earlier case's child printed late may come first:
+	 * kernel_late.h) */
+	size_t i = 0;
+	while (i < json_array_size(ea) && strcmp(str(json_array_get(ea, i), "type"), "result") != 0)
+		i++;
+	assert_string_equal(str(json_array_get(ea, i), "text"), "slow");
 	json_decref(ea);
 	json_decref(eq);
 }
@@ -419,7 +424,15 @@ static void case_fd_output(struct ctx_box *b)
 	char out[256];
 	run_code(b, "import os\nrc = os.system('echo from-shell')\nrc", 0, &r);
 	assert_ok(&r);
-	assert_non_null(strstr(stream_text(&r, "stdout", out, sizeof(out)), "from-shell\n"));
+	const char *t = stream_text(&r, "stdout", out, sizeof(out));
+	if (!strstr(t, "from-shell\n")) {
+		/* the kernel read the child's output after the cell ended (a busy
+		 * host): it comes with the next run (kernel_late.h) */
+		run_clear(&r);
+		run_code(b, "0", 0, &r);
+		t = stream_text(&r, "stdout", out, sizeof(out));
+	}
+	assert_non_null(strstr(t, "from-shell\n"));
 	run_clear(&r);
 }
 

@@ -45,6 +45,12 @@ export interface CodeContextOptions {
   cwd?: string;
   /** Environment variables of the kernel. */
   env?: Record<string, string>;
+  /**
+   * The notebook file its cells are kept in (absolute guest path; "": none).
+   * Default: /workspace/notebook.ipynb, or /workspace/notebook-<id>.ipynb when
+   * another context has that one.
+   */
+  notebook?: string;
   signal?: AbortSignal;
 }
 
@@ -211,6 +217,7 @@ export async function createCodeContext(
   const body: Record<string, unknown> = { language: opts.language ?? "python" };
   if (opts.cwd !== undefined) body.cwd = opts.cwd;
   if (opts.env !== undefined) body.env = opts.env;
+  if (opts.notebook !== undefined) body.notebook = opts.notebook;
   const raw = await http.json({
     method: "POST",
     path: `/v1/sandboxes/${seg(sandboxId)}/contexts`,

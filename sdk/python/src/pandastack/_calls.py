@@ -345,13 +345,17 @@ def _created_context(doc: Any) -> CodeContextInfo:
 
 
 def create_context(ep: Endpoint, path: str, language: str, cwd: Optional[str],
-                   env: Optional[Mapping[str, str]]) -> Call[CodeContextInfo]:
-    """POST .../contexts: start a kernel."""
+                   env: Optional[Mapping[str, str]],
+                   notebook: Optional[str] = None) -> Call[CodeContextInfo]:
+    """POST .../contexts: start a kernel (``notebook``: its notebook file,
+    ``""`` for none, None for the default)."""
     body: Dict[str, Any] = {"language": language}
     if cwd is not None:
         body["cwd"] = cwd
     if env is not None:
         body["env"] = dict(env)
+    if notebook is not None:
+        body["notebook"] = notebook
     return Call("POST", path + "/contexts", _created_context, json_body=body,
                 timeout=ep.create_deadline(), ok=(200, 201))
 

@@ -222,12 +222,13 @@ class AsyncSandbox(SandboxHandle):
 
     # ---- code contexts ------------------------------------------------------------
     async def create_code_context(self, language: str = "python", cwd: Optional[str] = None,
-                                  env: Optional[Mapping[str, str]] = None) -> AsyncCodeContext:
+                                  env: Optional[Mapping[str, str]] = None,
+                                  notebook: Optional[str] = None) -> AsyncCodeContext:
         """Start a persistent kernel and return its AsyncCodeContext (usable as
         ``async with await sandbox.create_code_context() as ctx:``), as
         :meth:`Sandbox.create_code_context`."""
         info = await self._t.call(_calls.create_context(self._t, self._path, language, cwd,
-                                                        env))
+                                                        env, notebook))
         return AsyncCodeContext(self._t, self.id, info.id, info.language, info)
 
     async def list_code_contexts(self) -> List[AsyncCodeContext]:

@@ -413,8 +413,8 @@ class CodeContextInfo:
     """A code context as the API describes it: ``id`` (``ctx_...``),
     ``language``, and where the API gives them ``cwd``, ``kernel``
     (``"jupyter"``: rich results, or ``"fallback"``: plain text),
-    ``language_version``, ``busy`` (a call runs or waits) and ``created_at``
-    (ISO 8601)."""
+    ``language_version``, ``busy`` (a call runs or waits), ``created_at``
+    (ISO 8601) and ``notebook`` (the notebook file its cells are kept in)."""
 
     id: str
     language: str = "python"
@@ -423,6 +423,7 @@ class CodeContextInfo:
     language_version: Optional[str] = None
     busy: bool = False
     created_at: Optional[str] = None
+    notebook: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Any) -> "CodeContextInfo":
@@ -432,7 +433,7 @@ class CodeContextInfo:
         return cls(id=_str(d, "id"), language=_str(d, "language", "python"),
                    cwd=_opt_str(d, "cwd"), kernel=_opt_str(d, "kernel"),
                    language_version=_opt_str(d, "language_version"), busy=_bool(d, "busy"),
-                   created_at=_opt_str(d, "created_at"))
+                   created_at=_opt_str(d, "created_at"), notebook=_opt_str(d, "notebook"))
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,8 @@ class Sandbox(SandboxHandle):
 
     # ---- code contexts ------------------------------------------------------------
     def create_code_context(self, language: str = "python", cwd: Optional[str] = None,
-                            env: Optional[Mapping[str, str]] = None) -> CodeContext:
+                            env: Optional[Mapping[str, str]] = None,
+                            notebook: Optional[str] = None) -> CodeContext:
         """Start a persistent kernel in the sandbox and return its CodeContext
         (usable as ``with sandbox.create_code_context() as ctx:``).
 
@@ -277,8 +278,12 @@ class Sandbox(SandboxHandle):
             language: the kernel's language (``"python"``).
             cwd: the kernel's working directory (absolute).
             env: environment variables of the kernel.
+            notebook: the notebook file its cells are kept in (absolute; ``""``:
+                none; None: ``/workspace/notebook.ipynb``, or
+                ``/workspace/notebook-<id>.ipynb`` when another context has that one).
         Raises NotFoundError, SandboxError, TimeoutError."""
-        info = self._t.call(_calls.create_context(self._t, self._path, language, cwd, env))
+        info = self._t.call(_calls.create_context(self._t, self._path, language, cwd, env,
+                                                  notebook))
         return CodeContext(self._t, self.id, info.id, info.language, info)
 
     def list_code_contexts(self) -> List[CodeContext]:
