@@ -147,6 +147,12 @@ int qemu_command_line(const char *qemu_bin, const struct machine_spec *m,
 	} else {
 		strv_add(out, "-incoming");
 		strv_add(out, "defer");
+		/* A snapshot's device state (xen-save-devices-state) has no
+		 * configuration section, which QEMU otherwise requires. */
+		if (inst->no_send_config) {
+			strv_add(out, "-global");
+			strv_add(out, "migration.send-configuration=off");
+		}
 	}
 	return out->err;
 }

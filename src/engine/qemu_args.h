@@ -13,7 +13,8 @@
  *             -netdev tap,fd=N (the NIC's backend)
  *             -chardev socket (QMP, agent) -chardev stdio (console)
  *             -kernel/-initrd/-append (bake only: a restore never boots)
- *             -incoming defer (clones)
+ *             -incoming defer (clones), and for a clone of a snapshot
+ *             -global migration.send-configuration=off
  * Paths are written into QEMU option strings with commas doubled, which is
  * how QEMU's option parser escapes them.
  *
@@ -61,6 +62,8 @@ struct qemu_instance {
 	const char *mem_path;    /* the template's memory file (/proc/self/fd/N for a memfd) */
 	const char *disk;        /* bake: disk.qcow2; clone: overlay.qcow2 */
 	int tap_fd;              /* the NIC's tap (netslot.h), inherited by QEMU; >= 0 */
+	int no_send_config;      /* clone: its state has no configuration section (a
+				  * snapshot's device state, snapshot.h) */
 	const char *kernel;      /* bake only: vmlinux (PVH) */
 	const char *initrd;      /* bake only: initramfs */
 	const char *append;      /* bake only: kernel command line */

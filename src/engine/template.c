@@ -163,35 +163,47 @@ static void seed_prepare(struct template *t)
 
 int template_overlay_create(const struct template *t, const char *path)
 {
-	if (t->seed[0]) {
-		int in = open(t->seed, O_RDONLY | O_CLOEXEC);
-		if (in >= 0) {
-			int outfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-			if (outfd < 0) {
-				int e = -errno;
-				close(in);
-				return e;
-			}
-			struct stat st;
-			int r = fstat(in, &st) < 0 ? -errno : 0;
-			off_t left = r == 0 ? st.st_size : 0;
-			while (r == 0 && left > 0) {
-				ssize_t n = copy_file_range(in, NULL, outfd, NULL, (size_t)left, 0);
-				if (n <= 0) {
-					r = n < 0 ? -errno : -EIO;
-					break;
-				}
-				left -= n;
-			}
-			close(in);
-			if (close(outfd) < 0 && r == 0)
-				r = -errno;
-			if (r == 0)
-				return 0;
-			unlink(path);
-		}
+	return engine_overlay_create(t->seed, t->disk, path);
+}
+
+int engine_copy_file(const char *from, const char *to, unsigned mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
 	}
-	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-b", (char *)t->disk, "-F",
+	struct stat st;
+	int r = fstat(in, &st) < 0 ? -errno : 0;
+	off_t left = r == 0 ? st.st_size : 0;
+	while (r == 0 && left > 0) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		left -= n;
+	}
+	close(in);
+	if (close(out) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlink(to);
+	return r;
+}
+
+int engine_overlay_create(const char *seed, const char *disk, const char *path)
+{
+	if (seed && seed[0]) {
+		int r = engine_copy_file(seed, path, 0640);
+		if (r == 0 || r == -EEXIST)
+			return r;
+	}
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-b", (char *)disk, "-F",
 			"qcow2", (char *)path, NULL};
 	char out[512];
 	return proc_run_ok(argv, 30000, out, sizeof(out));

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "engine/manifest.h"
 #include "engine/qcow2.h"
@@ -49,6 +50,24 @@ struct template {
 int template_memory_fd(const struct template *t);
 
 /*
+ * engine_memfd_new - a new memfd named name (CLOEXEC, sealable) with size
+ * bytes allocated (fallocate: see template_memfd.c for why a RAM image is
+ * populated in full).  Returns the descriptor or -errno.
+ */
+int engine_memfd_new(const char *name, uint64_t size);
+
+/* engine_memfd_seal - F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
+ * F_SEAL_SEAL on fd: nothing can write it any more.  0 or -errno. */
+int engine_memfd_seal(int fd);
+
+/*
+ * engine_copy_nonzero - copy the non-zero pages of in's data extents (size
+ * bytes) into out at their offsets; holes and zero pages are skipped.
+ * *copied counts bytes written.  0 or -errno.
+ */
+int engine_copy_nonzero(int in, int out, off_t size, uint64_t *copied);
+
+/*
  * engine_qemu_version - "7.2.22 (Debian 1:7.2+dfsg-...)" of the QEMU this
  * engine runs (from `qemu --version`, run once per process and cached).
  * Returns 0 or -errno.  Any thread.
@@ -77,6 +96,17 @@ int template_key_compute(const char *manifest_key, const char *qemu_version,
  * else `qemu-img create -b`.  Returns 0 or -errno.
  */
 int template_overlay_create(const struct template *t, const char *path);
+
+/* engine_copy_file - copy the file from into to (created with mode; must
+ * not exist; removed again on failure).  0 or -errno. */
+int engine_copy_file(const char *from, const char *to, unsigned mode);
+
+/*
+ * engine_overlay_create - make path a new empty qcow2 overlay on the layer
+ * disk: a copy of seed (an empty overlay on disk made earlier; NULL or ""
+ * when there is none), else `qemu-img create -b disk`.  0 or -errno.
+ */
+int engine_overlay_create(const char *seed, const char *disk, const char *path);
 
 /*
  * engine_boot_cmdline - the kernel command line a cold boot of manifest m

@@ -47,9 +47,7 @@ static int all_zero(const unsigned char *p, size_t n)
 	return 1;
 }
 
-/* Copy the non-zero pages of in's data extents into out at their offsets
- * (holes and zero pages stay holes and cost nothing). */
-static int copy_sparse(int in, int out, off_t size, uint64_t *copied)
+int engine_copy_nonzero(int in, int out, off_t size, uint64_t *copied)
 {
 	unsigned char *buf = malloc(COPY_CHUNK);
 	if (!buf)
@@ -92,6 +90,26 @@ static int copy_sparse(int in, int out, off_t size, uint64_t *copied)
 	return r;
 }
 
+int engine_memfd_new(const char *name, uint64_t size)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (fallocate(fd, 0, 0, (off_t)size) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+int engine_memfd_seal(int fd)
+{
+	return fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0
+		       ? -errno
+		       : 0;
+}
+
 static int make_memfd(const struct template *t, int *out)
 {
 	int in = open(t->memory, O_RDONLY | O_CLOEXEC);
@@ -109,20 +127,17 @@ static int make_memfd(const struct template *t, int *out)
 	}
 	char name[MANIFEST_NAME_MAX + 16];
 	snprintf(name, sizeof(name), "pandastack-%s", t->name);
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		int e = -errno;
-		close(in);
-		return e;
-	}
 	int64_t t0 = util_now_ms();
+	int fd = engine_memfd_new(name, (uint64_t)st.st_size);
+	if (fd < 0) {
+		close(in);
+		return fd;
+	}
 	uint64_t copied = 0;
-	int r = fallocate(fd, 0, 0, st.st_size) < 0 ? -errno : 0;
-	if (r == 0)
-		r = copy_sparse(in, fd, st.st_size, &copied);
+	int r = engine_copy_nonzero(in, fd, st.st_size, &copied);
 	close(in);
-	if (r == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-		r = -errno;
+	if (r == 0)
+		r = engine_memfd_seal(fd);
 	if (r < 0) {
 		close(fd);
 		return r;

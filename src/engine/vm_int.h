@@ -35,6 +35,8 @@
  * goes").  The launch steps of a pool entry ran before the take. */
 struct vm_phases {
 	int64_t overlay, net, jail, spawn, qmp_connect, caps; /* vm_launch_clone */
+	int64_t pages;                                      /* a snapshot's pages written */
+	uint64_t pages_bytes;
 	int64_t migrate_start, migrate_wait, cont;          /* vm_finish_restore */
 	int64_t agent_connect, hello, restore_op, vm_json;
 	unsigned hellos;                                    /* HELLO frames sent */
@@ -73,17 +75,37 @@ int vm_path(const struct vm *v, const char *name, char *out);
 int vm_left_ms(int64_t deadline);
 
 /*
+ * What a clone starts from besides its template (a snapshot, snapshot.h):
+ * the disk layer its overlay sits on, with the layers below it (all shown
+ * read-only in the jail), an empty overlay on that layer to copy, the RAM
+ * to map instead of the template's memfd, and whether its device state
+ * comes without QEMU's configuration section (xen-save-devices-state
+ * writes none: -global migration.send-configuration=off).  Borrowed.
+ */
+struct vm_origin {
+	const char *disk;                       /* the layer the overlay sits on */
+	const char (*disk_chain)[PATH_MAX];     /* the layers below it */
+	int ndisk_chain;
+	const char *seed;                       /* "" or an empty overlay on disk */
+	int mem_fd;                             /* -1: the template's RAM */
+	int no_config;
+};
+
+/*
  * vm_launch_clone - create dir (must not exist), an overlay on t's disk
- * layer, the jail (jail.h; when this process jails), start QEMU as a clone
- * of t waiting in -incoming defer under its monitor (which ends it at the
- * deadline file's time and when dir is removed; with lifeline, also when
- * this process dies before vm_handed_out), connect QMP and set the
- * migration capabilities, all before deadline.
+ * layer (or o's, when o is not NULL), the jail (jail.h; when this process
+ * jails), start QEMU as a clone of t waiting in -incoming defer under its
+ * monitor (which ends it at the deadline file's time and when dir is
+ * removed; with lifeline, also when this process dies before
+ * vm_handed_out), connect QMP and set the migration capabilities, all
+ * before deadline.
  * Returns 0 with *out, or -errno with err->msg (nothing is left running
  * and dir is removed).
  */
 int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int64_t deadline,
 		    struct vm **out, struct vm_err *err);
+int vm_launch_from(const struct template *t, const struct vm_origin *o, const char *dir,
+		   int lifeline, int64_t deadline, struct vm **out, struct vm_err *err);
 
 /* vm_handed_out - a pool entry became a sandbox: release its lifeline, so
  * it outlives this process like any sandbox.  0 or -errno. */
@@ -108,6 +130,12 @@ int vm_set_cpu_low(struct vm *v, int low);
 /* vm_write_json - write <run_dir>/vm.json (what vm_adopt needs) with the
  * creation time now.  0 or -errno. */
 int vm_write_json(struct vm *v);
+
+/* vm_finish_restore_state - the same with the device state from
+ * state_path (a snapshot's; its RAM is already in place). */
+int vm_finish_restore_state(struct vm *v, const char *state_path,
+			    const struct guest_restore_opts *gopts, int64_t deadline,
+			    struct vm_err *err);
 
 /* vm_init_fields - the "nothing yet" values of a new struct vm (fds -1). */
 void vm_init_fields(struct vm *v);

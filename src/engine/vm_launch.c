@@ -150,9 +150,11 @@ void vm_discard(struct vm *v)
 }
 
 /* The jail of a clone: uid, control group, mount plan (jail.h).  Sets
- * *mem_path to what QEMU maps: the template's sealed memfd when jailed. */
-static int prepare_jail(struct vm *v, const struct template *t, const char *jail_dir,
-			char *mem_path, int *mem_fd, struct jail **out, struct vm_err *err)
+ * *mem_path to what QEMU maps: the template's sealed memfd when jailed, or
+ * the origin's RAM when it has its own (o may be NULL). */
+static int prepare_jail(struct vm *v, const struct template *t, const struct vm_origin *o,
+			const char *jail_dir, char *mem_path, int *mem_fd, struct jail **out,
+			struct vm_err *err)
 {
 	*out = NULL;
 	*mem_fd = -1;
@@ -161,11 +163,16 @@ static int prepare_jail(struct vm *v, const struct template *t, const char *jail
 		snprintf(err->msg, sizeof(err->msg), "the jail could not be set up (see the log)");
 		return -EPERM;
 	}
+	if (o && o->mem_fd >= 0) {
+		snprintf(mem_path, PATH_MAX, "/proc/self/fd/%d", o->mem_fd);
+		*mem_fd = o->mem_fd;
+	}
 	if (!jail_host_enabled(h)) {
-		snprintf(mem_path, PATH_MAX, "%s", t->memory);
+		if (*mem_fd < 0)
+			snprintf(mem_path, PATH_MAX, "%s", t->memory);
 		return 0;
 	}
-	int mfd = template_memory_fd(t);
+	int mfd = *mem_fd >= 0 ? *mem_fd : template_memory_fd(t);
 	if (mfd < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot load the template's memory: %s",
 			 strerror(-mfd));
@@ -173,12 +180,16 @@ static int prepare_jail(struct vm *v, const struct template *t, const char *jail
 	}
 	snprintf(mem_path, PATH_MAX, "/proc/self/fd/%d", mfd);
 	*mem_fd = mfd;
-	const char *layers[1 + QCOW2_CHAIN_MAX] = {t->disk};
-	for (int i = 0; i < t->ndisk_chain; i++)
-		layers[1 + i] = t->disk_chain[i];
+	/* The disk layer the overlay sits on and every layer below it. */
+	const char *layers[1 + QCOW2_CHAIN_MAX] = {o ? o->disk : t->disk};
+	int nchain = o ? o->ndisk_chain : t->ndisk_chain;
+	if (nchain > QCOW2_CHAIN_MAX)
+		return -ELOOP;
+	for (int i = 0; i < nchain; i++)
+		layers[1 + i] = o ? o->disk_chain[i] : t->disk_chain[i];
 	struct jail_vm jv = {
 		.name = v->run_dir, .jail_dir = jail_dir, .disk_layers = layers,
-		.ndisk_layers = 1 + t->ndisk_chain, .netns_fd = v->net.netns,
+		.ndisk_layers = 1 + nchain, .netns_fd = v->net.netns,
 		.memory_mib = t->spec.memory_mib, .vcpus = t->spec.vcpus,
 		.disk_cap_bytes = t->disk_cap_bytes, .kvm = t->spec.accel == ACCEL_KVM,
 	};
@@ -211,6 +222,12 @@ int vm_set_cpu_low(struct vm *v, int low)
 int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int64_t deadline,
 		    struct vm **out, struct vm_err *err)
 {
+	return vm_launch_from(t, NULL, dir, lifeline, deadline, out, err);
+}
+
+int vm_launch_from(const struct template *t, const struct vm_origin *o, const char *dir,
+		   int lifeline, int64_t deadline, struct vm **out, struct vm_err *err)
+{
 	char overlay[PATH_MAX], sock[PATH_MAX], jail_dir[PATH_MAX], mem_path[PATH_MAX];
 	int r;
 	err->msg[0] = '\0';
@@ -237,7 +254,8 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	int64_t ts = util_now_us(), tn;
 	if ((r = vm_path(v, VM_JAIL_DIR, jail_dir)) < 0 || (r = vm_path(v, VM_OVERLAY, overlay)) < 0 ||
 	    (mkdir(jail_dir, 0700) < 0 && (r = -errno)) ||
-	    (r = template_overlay_create(t, overlay)) < 0) {
+	    (r = o ? engine_overlay_create(o->seed, o->disk, overlay)
+		   : template_overlay_create(t, overlay)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot create the disk overlay: %s", strerror(-r));
 		vm_discard(v);
 		return r;
@@ -254,7 +272,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	ts = tn;
 	struct jail *j = NULL;
 	int mem_fd = -1;
-	if ((r = prepare_jail(v, t, jail_dir, mem_path, &mem_fd, &j, err)) < 0) {
+	if ((r = prepare_jail(v, t, o, jail_dir, mem_path, &mem_fd, &j, err)) < 0) {
 		vm_discard(v);
 		return r;
 	}
@@ -272,7 +290,7 @@ int vm_launch_clone(const struct template *t, const char *dir, int lifeline, int
 	ts = tn;
 	struct qemu_instance in = {
 		.role = QEMU_ROLE_CLONE, .sock_dir = jail_dir, .mem_path = mem_path, .disk = overlay,
-		.tap_fd = v->net.tap,
+		.tap_fd = v->net.tap, .no_send_config = o && o->no_config,
 	};
 	struct strv argv;
 	strv_init(&argv);
@@ -362,9 +380,16 @@ static double ms1(int64_t us)
 int vm_finish_restore(struct vm *v, const struct template *t,
 		      const struct guest_restore_opts *gopts, int64_t deadline, struct vm_err *err)
 {
+	return vm_finish_restore_state(v, t->state, gopts, deadline, err);
+}
+
+int vm_finish_restore_state(struct vm *v, const char *state_path,
+			    const struct guest_restore_opts *gopts, int64_t deadline,
+			    struct vm_err *err)
+{
 	char msg[256], sock[PATH_MAX];
 	int64_t t0 = util_now_us(), ts = t0, tn;
-	int r = migrate_load_start(v->qmp, t->state, vm_left_ms(deadline), msg, sizeof(msg));
+	int r = migrate_load_start(v->qmp, state_path, vm_left_ms(deadline), msg, sizeof(msg));
 	if (r == 0) {
 		tn = util_now_us();
 		v->ph.migrate_start = tn - ts;
@@ -414,13 +439,14 @@ int vm_finish_restore(struct vm *v, const struct template *t,
 	const struct vm_phases *p = &v->ph;
 	log_kv(LOG_DEBUG, "vm.restore_phases",
 	       "pid=%d pooled=%d overlay_ms=%.1f net_ms=%.1f jail_ms=%.1f spawn_ms=%.1f "
-	       "qmp_connect_ms=%.1f caps_ms=%.1f "
+	       "qmp_connect_ms=%.1f caps_ms=%.1f pages_ms=%.1f pages_mib=%.1f "
 	       "migrate_start_ms=%.1f migrate_wait_ms=%.1f cont_ms=%.1f agent_connect_ms=%.1f "
 	       "hello_ms=%.1f hellos=%u restore_op_ms=%.1f vm_json_ms=%.1f finish_ms=%.1f",
 	       (int)v->pid, strcmp(v->spawn_dir, v->run_dir) != 0, ms1(p->overlay), ms1(p->net),
 	       ms1(p->jail),
 	       ms1(p->spawn),
-	       ms1(p->qmp_connect), ms1(p->caps), ms1(p->migrate_start), ms1(p->migrate_wait),
+	       ms1(p->qmp_connect), ms1(p->caps), ms1(p->pages), (double)p->pages_bytes / 1048576.0,
+	       ms1(p->migrate_start), ms1(p->migrate_wait),
 	       ms1(p->cont), ms1(p->agent_connect), ms1(p->hello), p->hellos, ms1(p->restore_op),
 	       ms1(p->vm_json), ms1(tn - t0));
 	return 0;

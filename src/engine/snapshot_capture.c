@@ -1,0 +1,403 @@
+/*
+ * snapshot_capture.c - capturing a running VM into a snapshot folder
+ * (vm_snapshot, see snapshot.h for the steps).
+ *
+ * Paths given to QEMU are in QEMU's view: a jailed QEMU sees its jail
+ * folder at the host path it had when it was started (v->spawn_dir; a
+ * pool entry was renamed since), an unjailed one the host's.  The daemon
+ * reaches the same files through v->run_dir.
+ *
+ * QMP commands used (QEMU 7.2 qapi): stop, xen-save-devices-state
+ * {filename, live: false} (every non-RAM section of the migration stream),
+ * query-block, blockdev-add {driver: qcow2, node-name, file, backing: null},
+ * blockdev-snapshot {node, overlay} (the overlay's header keeps the
+ * backing name it was created with), blockdev-del, cont.
+ */
+#include "engine/snapshot_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "engine/proc.h"
+#include "engine/vm_int.h"
+
+#define QMP_STEP_MS 10000
+
+/* The VM's active disk node: its node name, its file (QEMU's view) and
+ * its virtual size, from query-block. */
+struct active_disk {
+	char node[64];
+	char file[PATH_MAX];
+	uint64_t vsize;
+};
+
+static int query_active_disk(struct vm *v, struct active_disk *d)
+{
+	json_t *ret = NULL;
+	int r = qmp_call(v->qmp, "query-block", NULL, QMP_STEP_MS, &ret);
+	if (r < 0)
+		return r;
+	r = -ENODEV;
+	size_t i;
+	json_t *dev;
+	json_array_foreach(ret, i, dev) {
+		json_t *in = json_object_get(dev, "inserted");
+		const char *node = json_string_value(json_object_get(in, "node-name"));
+		const char *file = json_string_value(json_object_get(in, "file"));
+		json_t *vs = json_object_get(json_object_get(in, "image"), "virtual-size");
+		if (!node || !file || !json_is_integer(vs) || json_integer_value(vs) <= 0)
+			continue;
+		if (snprintf(d->node, sizeof(d->node), "%s", node) >= (int)sizeof(d->node) ||
+		    snprintf(d->file, sizeof(d->file), "%s", file) >= (int)sizeof(d->file)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		d->vsize = (uint64_t)json_integer_value(vs);
+		r = 0;
+		break;
+	}
+	json_decref(ret);
+	return r;
+}
+
+/* The jail folder as QEMU sees it. */
+static int qemu_view(const struct vm *v, const char *name, char *out)
+{
+	const char *base = v->uid ? v->spawn_dir : v->run_dir;
+	return snprintf(out, PATH_MAX, "%s/" VM_JAIL_DIR "/%s", base, name) >= PATH_MAX
+		       ? -ENAMETOOLONG
+		       : 0;
+}
+
+/* A file of the jail folder as the daemon sees it. */
+static int host_view(const struct vm *v, const char *name, char *out)
+{
+	return snprintf(out, PATH_MAX, "%s/" VM_JAIL_DIR "/%s", v->run_dir, name) >= PATH_MAX
+		       ? -ENAMETOOLONG
+		       : 0;
+}
+
+/* 1 when the filesystem of path has less than 1 MiB left for us. */
+static int nearly_full(const char *path)
+{
+	struct statvfs sv;
+	return statvfs(path, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < (1u << 20);
+}
+
+/* Make a file the daemon's alone: root-owned, read-only. */
+static int freeze_file(const char *path)
+{
+	if (chown(path, 0, 0) < 0 || chmod(path, 0444) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* What a capture holds while it runs, for the cleanup. */
+struct capture {
+	struct vm *v;
+	const char *dir;
+	char key[SNAPSHOT_KEY_HEX + 1];
+	char new_host[PATH_MAX], new_qemu[PATH_MAX], new_node[40];
+	char state_host[PATH_MAX], state_qemu[PATH_MAX];
+	char memory[PATH_MAX];
+	struct active_disk cur;
+	int mem_out;
+	const unsigned char *tpl;        /* the template's RAM, mapped read-only */
+	uint64_t tpl_len;
+	int stopped, node_added, disk_moved;
+};
+
+/* Before the pause: the new overlay (and the seed, a copy of it), the
+ * memory file, snapshot.json. */
+static int prepare(struct capture *c, const struct template *t, const struct snapshot *base,
+		   struct vm_err *err)
+{
+	struct vm *v = c->v;
+	char layer[PATH_MAX], seed[PATH_MAX], rnd[16], hex[16], size[32];
+	int r;
+	util_random(rnd, sizeof(rnd));
+	util_hex(rnd, sizeof(rnd), c->key);
+	snprintf(hex, sizeof(hex), "%.8s", c->key);
+	if ((r = query_active_disk(v, &c->cur)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot query the VM's disk: %s",
+			 r == -EIO ? qmp_last_error(v->qmp) : strerror(-r));
+		return r;
+	}
+	snprintf(c->new_node, sizeof(c->new_node), "d%s", hex);
+	char name[64];
+	snprintf(name, sizeof(name), "overlay-%s.qcow2", hex);
+	if ((r = host_view(v, name, c->new_host)) < 0 || (r = qemu_view(v, name, c->new_qemu)) < 0 ||
+	    (r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
+	    (r = engine_path_join(seed, c->dir, "overlay-seed.qcow2")) < 0 ||
+	    (r = engine_path_join(c->memory, c->dir, "memory")) < 0)
+		return r;
+	snprintf(name, sizeof(name), "state-%s.tmp", hex);
+	if ((r = host_view(v, name, c->state_host)) < 0 || (r = qemu_view(v, name, c->state_qemu)) < 0)
+		return r;
+	/* The VM's next overlay: its header names the frozen layer's final
+	 * place (created unsafe: that file appears only at the capture). */
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)c->cur.vsize);
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", layer, "-F", "qcow2",
+			c->new_host, size, NULL};
+	char out[512];
+	if ((r = proc_run_ok(argv, 30000, out, sizeof(out))) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot create the next disk overlay: %.180s",
+			 r == -EIO ? out : strerror(-r));
+		return r;
+	}
+	if ((r = engine_copy_file(c->new_host, seed, 0444)) < 0 ||
+	    (v->uid && chown(c->new_host, v->uid, v->uid) < 0 && (r = -errno)) ||
+	    (chmod(c->new_host, 0600) < 0 && (r = -errno))) {
+		snprintf(err->msg, sizeof(err->msg), "cannot prepare the next disk overlay: %s",
+			 strerror(-r));
+		return r;
+	}
+	if ((r = snap_write_json(c->dir, c->key, base ? base->key : "", t)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot write snapshot.json: %s", strerror(-r));
+		return r;
+	}
+	c->mem_out = open(c->memory, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (c->mem_out < 0) {
+		r = -errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot create the memory file: %s",
+			 strerror(-r));
+		return r;
+	}
+	/* The template's RAM from its memfd (in memory: the file's pages may
+	 * have left the page cache, and comparing would read them back). */
+	int tfd = template_memory_fd(t);
+	c->tpl_len = (uint64_t)t->spec.memory_mib << 20;
+	void *m = tfd >= 0 ? mmap(NULL, c->tpl_len, PROT_READ, MAP_SHARED, tfd, 0) : MAP_FAILED;
+	r = tfd < 0 ? tfd : m == MAP_FAILED ? -errno : 0;
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot map the template's memory: %s",
+			 strerror(-r));
+		return r;
+	}
+	c->tpl = m;
+	return 0;
+}
+
+/* The disk step: the new overlay goes over the current node. */
+static int swap_disk(struct capture *c, struct vm_err *err)
+{
+	struct vm *v = c->v;
+	json_t *args = json_pack("{s:s, s:s, s:{s:s, s:s}, s:n}", "driver", "qcow2", "node-name",
+				 c->new_node, "file", "driver", "file", "filename", c->new_qemu,
+				 "backing");
+	if (!args)
+		return -ENOMEM;
+	int r = qmp_call(v->qmp, "blockdev-add", args, QMP_STEP_MS, NULL);
+	json_decref(args);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "blockdev-add: %s", qmp_last_error(v->qmp));
+		return r;
+	}
+	c->node_added = 1;
+	args = json_pack("{s:s, s:s}", "node", c->cur.node, "overlay", c->new_node);
+	if (!args)
+		return -ENOMEM;
+	r = qmp_call(v->qmp, "blockdev-snapshot", args, QMP_STEP_MS, NULL);
+	json_decref(args);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "blockdev-snapshot: %s", qmp_last_error(v->qmp));
+		return r;
+	}
+	c->disk_moved = 1;
+	return 0;
+}
+
+/* Undo what a failed capture did; the VM runs again. */
+static void abandon(struct capture *c)
+{
+	struct vm *v = c->v;
+	if (c->node_added && !c->disk_moved && v->qmp) {
+		json_t *a = json_pack("{s:s}", "node-name", c->new_node);
+		if (a)
+			qmp_call(v->qmp, "blockdev-del", a, QMP_STEP_MS, NULL);
+		json_decref(a);
+	}
+	if (c->stopped && v->qmp && qmp_call(v->qmp, "cont", NULL, QMP_STEP_MS, NULL) < 0)
+		log_kv(LOG_ERROR, "snapshot.cont_failed", "pid=%d err=%s", (int)v->pid,
+		       qmp_last_error(v->qmp));
+	unlink(c->state_host);
+	if (!c->disk_moved) {
+		unlink(c->new_host);
+		util_rm_rf(c->dir);
+	}
+}
+
+/* After cont: the frozen overlay and the state move into the snapshot. */
+static int finish(struct capture *c, const struct snapshot_opts *opts, struct snapshot_stats *st,
+		  struct vm_err *err)
+{
+	char layer[PATH_MAX], old_host[PATH_MAX], state[PATH_MAX], jail_qemu[PATH_MAX];
+	int r;
+	const char *slash = strrchr(c->cur.file, '/');
+	if ((r = qemu_view(c->v, "", jail_qemu)) < 0)
+		return r;
+	/* The old overlay must be a file of the jail folder (ours). */
+	if (!slash || strncmp(c->cur.file, jail_qemu, strlen(jail_qemu)) != 0 ||
+	    (size_t)(slash - c->cur.file) + 1 != strlen(jail_qemu)) {
+		snprintf(err->msg, sizeof(err->msg), "the VM's disk is not in its folder");
+		return -EIO;
+	}
+	if ((r = host_view(c->v, slash + 1, old_host)) < 0 ||
+	    (r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
+	    (r = engine_path_join(state, c->dir, "state")) < 0)
+		return r;
+	if (rename(old_host, layer) < 0 || rename(c->state_host, state) < 0) {
+		r = -errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot move the frozen layer: %s", strerror(-r));
+		return r;
+	}
+	if ((r = freeze_file(layer)) < 0 || (r = freeze_file(state)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot freeze the layer: %s", strerror(-r));
+		return r;
+	}
+	if (opts && opts->sync &&
+	    ((r = fsync(c->mem_out) < 0 ? -errno : 0) < 0 || (r = fsync_path(state)) < 0 ||
+	     (r = fsync_path(layer)) < 0 || (r = fsync_path(c->dir)) < 0)) {
+		snprintf(err->msg, sizeof(err->msg), "cannot sync the snapshot: %s", strerror(-r));
+		return r;
+	}
+	struct stat sb;
+	if (fstat(c->mem_out, &sb) == 0)
+		st->memory_bytes = (uint64_t)sb.st_blocks * 512u;
+	if (stat(state, &sb) == 0)
+		st->state_bytes = (uint64_t)sb.st_size;
+	if (stat(layer, &sb) == 0)
+		st->disk_bytes = (uint64_t)sb.st_blocks * 512u;
+	return 0;
+}
+
+int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *base,
+		const char *dir, const struct snapshot_opts *opts, struct snapshot_stats *stp,
+		struct vm_err *err)
+{
+	struct snapshot_stats st_local, *st = stp ? stp : &st_local;
+	memset(st, 0, sizeof(*st));
+	err->msg[0] = '\0';
+	if (base && strcmp(base->template_key, t->key) != 0) {
+		snprintf(err->msg, sizeof(err->msg), "the VM's snapshot is not of this template");
+		return -EINVAL;
+	}
+	if (!vm_alive(v) || !v->qmp) {
+		snprintf(err->msg, sizeof(err->msg), "the VM is not running");
+		return -ESRCH;
+	}
+	if (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX - 32)
+		return -EINVAL;
+	uint64_t ram = (uint64_t)t->spec.memory_mib << 20, start = 0;
+	struct capture c = {.v = v, .dir = dir, .mem_out = -1};
+	int64_t t0 = util_now_us(), ts, tn;
+	if (mkdir(dir, 0750) < 0) {
+		int e = -errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot create the snapshot's folder: %s",
+			 strerror(-e));
+		return e;
+	}
+	int r = prepare(&c, t, base, err);
+	if (r == 0 && (r = snap_find_ram(v->pid, ram, &start)) < 0)
+		snprintf(err->msg, sizeof(err->msg), "cannot find the VM's RAM: %s", strerror(-r));
+	tn = util_now_us();
+	st->prepare_us = tn - t0;
+	ts = tn;
+	if (r == 0 && (r = qmp_call(v->qmp, "stop", NULL, QMP_STEP_MS, NULL)) < 0)
+		snprintf(err->msg, sizeof(err->msg), "stop: %s", qmp_last_error(v->qmp));
+	int64_t pause0 = ts;
+	if (r == 0) {
+		c.stopped = 1;
+		tn = util_now_us();
+		st->stop_us = tn - ts;
+		ts = tn;
+		json_t *args = json_pack("{s:s, s:b}", "filename", c.state_qemu, "live", 0);
+		r = args ? qmp_call(v->qmp, "xen-save-devices-state", args, QMP_STEP_MS, NULL)
+			 : -ENOMEM;
+		json_decref(args);
+		if (r < 0) {
+			/* QEMU says only "An IO error has occurred". */
+			snprintf(err->msg, sizeof(err->msg), "saving the device state: %s",
+				 qmp_last_error(v->qmp));
+			if (nearly_full(dir))
+				r = -ENOSPC;
+		}
+		tn = util_now_us();
+		st->state_us = tn - ts;
+		ts = tn;
+	}
+	if (r == 0) {
+		struct snap_pages_stats ps;
+		r = snap_capture_pages(v->pid, start, ram, base, c.tpl, c.mem_out, &ps);
+		st->private_pages = ps.private_pages;
+		st->stored_pages = ps.stored_pages;
+		st->scan_us = ps.scan_us;
+		st->copy_us = ps.copy_us;
+		log_kv(LOG_DEBUG, "snapshot.copy", "read_ms=%.1f cmp_ms=%.1f write_ms=%.1f",
+		       ps.read_us / 1e3, ps.cmp_us / 1e3, ps.write_us / 1e3);
+		if (r < 0)
+			snprintf(err->msg, sizeof(err->msg), "copying the VM's memory: %s",
+				 strerror(-r));
+		ts = util_now_us();
+	}
+	if (r == 0) {
+		r = swap_disk(&c, err);
+		tn = util_now_us();
+		st->disk_us = tn - ts;
+		ts = tn;
+	}
+	if (r == 0) {
+		if ((r = qmp_call(v->qmp, "cont", NULL, QMP_STEP_MS, NULL)) < 0)
+			snprintf(err->msg, sizeof(err->msg), "cont: %s", qmp_last_error(v->qmp));
+		else
+			c.stopped = 0;
+		tn = util_now_us();
+		st->cont_us = tn - ts;
+		st->paused_us = tn - pause0;
+		ts = tn;
+	}
+	if (r == 0)
+		r = finish(&c, opts, st, err);
+	st->finish_us = util_now_us() - ts;
+	if (r < 0) {
+		if (!err->msg[0])
+			snprintf(err->msg, sizeof(err->msg), "%s", strerror(-r));
+		abandon(&c);
+		if (!vm_alive(v))
+			r = -ESRCH;
+	}
+	if (c.mem_out >= 0)
+		close(c.mem_out);
+	if (c.tpl)
+		munmap((void *)c.tpl, c.tpl_len);
+	log_kv(r ? LOG_WARN : LOG_INFO, "snapshot.capture",
+	       "pid=%d key=%.12s err=%d paused_ms=%.1f prepare_ms=%.1f stop_ms=%.1f state_ms=%.1f "
+	       "scan_ms=%.1f copy_ms=%.1f disk_ms=%.1f cont_ms=%.1f finish_ms=%.1f private_mib=%.1f "
+	       "stored_mib=%.1f",
+	       (int)v->pid, c.key, r, st->paused_us / 1e3, st->prepare_us / 1e3, st->stop_us / 1e3,
+	       st->state_us / 1e3, st->scan_us / 1e3, st->copy_us / 1e3, st->disk_us / 1e3,
+	       st->cont_us / 1e3, st->finish_us / 1e3, st->private_pages * 4096.0 / 1048576.0,
+	       st->stored_pages * 4096.0 / 1048576.0);
+	return r;
+}

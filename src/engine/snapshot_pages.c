@@ -1,0 +1,529 @@
+/*
+ * snapshot_pages.c - guest RAM pages for snapshots (see snapshot_int.h):
+ * the memory file's format, finding a QEMU's RAM mapping, reading its
+ * private pages, comparing them with a snapshot's RAM image, writing a
+ * chain of memory files into a new QEMU.
+ *
+ * Pages move in batches: one process_vm_readv / process_vm_writev carries
+ * up to IOV_BATCH scattered runs of pages, one pwritev up to IOV_BATCH
+ * runs of the buffer, so the system calls stay few however scattered the
+ * guest's writes were.
+ */
+#include "engine/snapshot_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAP (1ull << 62)
+#define PM_FILE (1ull << 61)
+
+/* Pagemap entries read at once (8 bytes each). */
+#define SCAN_BATCH 65536u
+/* Runs per vectored call (the kernel's UIO_MAXIOV is 1024). */
+#define IOV_BATCH 1024u
+/* Bytes moved per vectored call. */
+#define MOVE_BATCH (8u << 20)
+/* Largest RAM a memory file may describe (QEMU_MAX_MEMORY_MIB). */
+#define RAM_MAX ((uint64_t)QEMU_MAX_MEMORY_MIB << 20)
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void bit_set(uint64_t *b, uint64_t i)
+{
+	b[i / 64] |= 1ull << (i % 64);
+}
+
+static int bit_get(const uint64_t *b, uint64_t i)
+{
+	return (int)((b[i / 64] >> (i % 64)) & 1);
+}
+
+/* No bit at or after i in i's word: the next candidate is the next word. */
+static int word_done(const uint64_t *b, uint64_t i)
+{
+	return (b[i / 64] >> (i % 64)) == 0;
+}
+
+uint64_t snap_mem_data_off(uint64_t ram_bytes)
+{
+	uint64_t words = (ram_bytes / SNAP_PAGE + 63) / 64;
+	return (SNAP_MEM_HDR + words * 8 + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1);
+}
+
+int snap_mem_check(const uint8_t *head, size_t len, uint64_t file_size, uint64_t ram_bytes,
+		   uint64_t *npages)
+{
+	if (ram_bytes == 0 || ram_bytes % SNAP_PAGE || ram_bytes > RAM_MAX)
+		return -EINVAL;
+	uint64_t off = snap_mem_data_off(ram_bytes), pages = ram_bytes / SNAP_PAGE;
+	uint64_t words = (pages + 63) / 64;
+	if (len < off || memcmp(head, SNAP_MEM_MAGIC, 8) != 0 || le64(head + 8) != ram_bytes)
+		return -EINVAL;
+	for (size_t i = 24; i < SNAP_MEM_HDR; i++)
+		if (head[i])
+			return -EINVAL;
+	uint64_t n = le64(head + 16), count = 0;
+	if (n > pages)
+		return -EINVAL;
+	for (uint64_t w = 0; w < words; w++) {
+		uint64_t v = le64(head + SNAP_MEM_HDR + w * 8);
+		if (w == words - 1 && pages % 64 && (v >> (pages % 64)))
+			return -EINVAL; /* bits past the RAM's end */
+		count += (uint64_t)__builtin_popcountll(v);
+	}
+	if (count != n || file_size != off + n * SNAP_PAGE)
+		return -EINVAL;
+	*npages = n;
+	return 0;
+}
+
+int snap_level_load(struct snapshot *s)
+{
+	struct stat st;
+	if (fstat(s->mem_file, &st) < 0)
+		return -errno;
+	uint64_t off = snap_mem_data_off(s->ram_bytes), pages = s->ram_bytes / SNAP_PAGE;
+	uint64_t words = (pages + 63) / 64;
+	uint8_t *head = malloc(off);
+	if (!head)
+		return -ENOMEM;
+	ssize_t got = pread(s->mem_file, head, off, 0);
+	int r = got == (ssize_t)off ? snap_mem_check(head, off, (uint64_t)st.st_size, s->ram_bytes,
+						   &s->npages)
+				    : (got < 0 ? -errno : -EINVAL);
+	if (r == 0) {
+		s->present = malloc(words * sizeof(uint64_t));
+		s->rank = malloc(words * sizeof(uint32_t));
+		if (!s->present || !s->rank)
+			r = -ENOMEM;
+	}
+	uint64_t sum = 0;
+	for (uint64_t w = 0; r == 0 && w < words; w++) {
+		s->present[w] = le64(head + SNAP_MEM_HDR + w * 8);
+		s->rank[w] = (uint32_t)sum;
+		sum += (uint64_t)__builtin_popcountll(s->present[w]);
+	}
+	free(head);
+	if (r == 0 && s->npages) {
+		void *m = mmap(NULL, s->npages * SNAP_PAGE, PROT_READ, MAP_SHARED, s->mem_file,
+			       (off_t)off);
+		if (m == MAP_FAILED)
+			r = -errno;
+		else
+			s->data = m;
+	}
+	return r;
+}
+
+void snap_level_free(struct snapshot *s)
+{
+	if (s->data)
+		munmap((void *)s->data, s->npages * SNAP_PAGE);
+	s->data = NULL;
+	free(s->present);
+	free(s->rank);
+	s->present = NULL;
+	s->rank = NULL;
+}
+
+/* Where page p (held by s) is in s->data. */
+static const unsigned char *level_page(const struct snapshot *s, uint64_t p)
+{
+	uint64_t below = s->present[p / 64] & ((1ull << (p % 64)) - 1);
+	return s->data + ((uint64_t)s->rank[p / 64] + (uint64_t)__builtin_popcountll(below)) * SNAP_PAGE;
+}
+
+int snap_find_ram(pid_t pid, uint64_t ram_bytes, uint64_t *start)
+{
+	char path[64], *maps = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	int r = util_read_file(path, 16u << 20, &maps, &len);
+	if (r < 0)
+		return r;
+	int found = 0;
+	for (char *line = maps, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long long lo, hi, off, ino;
+		char perms[8], dev[16];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &lo, &hi, perms, &off, dev, &ino,
+			   &name_at) < 6)
+			continue;
+		/* A file (or memfd) mapping, not QEMU's anonymous buffers. */
+		if (hi - lo != ram_bytes || off != 0 || ino == 0 || !name_at || line[name_at] != '/')
+			continue;
+		if (found++)
+			break;
+		*start = lo;
+	}
+	free(maps);
+	return found == 1 ? 0 : (found ? -EEXIST : -ENOENT);
+}
+
+const unsigned char *snap_merged(const struct snapshot *s)
+{
+	return __atomic_load_n(&s->merged, __ATOMIC_ACQUIRE);
+}
+
+const unsigned char *snap_image_page(const struct snapshot *s, const unsigned char *tpl,
+				     uint64_t p)
+{
+	for (const struct snapshot *c = s; c; c = c->parent) {
+		const unsigned char *m = snap_merged(c);
+		if (m)
+			return m + p * SNAP_PAGE;
+		if (bit_get(c->present, p))
+			return level_page(c, p);
+	}
+	return tpl + p * SNAP_PAGE;
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* pwritev all of iov (n entries; changed in place) at off. */
+static int pwritev_full(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwritev(fd, iov, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (uint64_t)w;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Header and bitmap of a memory file, written at offset 0. */
+static int write_head(int fd, uint64_t ram_bytes, uint64_t npages, const uint64_t *bits)
+{
+	uint64_t off = snap_mem_data_off(ram_bytes), words = (ram_bytes / SNAP_PAGE + 63) / 64;
+	uint8_t *head = calloc(1, off);
+	if (!head)
+		return -ENOMEM;
+	memcpy(head, SNAP_MEM_MAGIC, 8);
+	put_le64(head + 8, ram_bytes);
+	put_le64(head + 16, npages);
+	for (uint64_t w = 0; w < words; w++)
+		put_le64(head + SNAP_MEM_HDR + w * 8, bits[w]);
+	struct iovec iov = {head, off};
+	int r = pwritev_full(fd, &iov, 1, 0);
+	free(head);
+	return r;
+}
+
+/* Pages of the data area queued for one pwritev. */
+struct out_queue {
+	int fd;
+	uint64_t pos;          /* file offset of the next byte */
+	struct iovec iov[IOV_BATCH];
+	int n;
+};
+
+static int out_flush(struct out_queue *q)
+{
+	uint64_t len = 0;
+	for (int i = 0; i < q->n; i++)
+		len += q->iov[i].iov_len;
+	int r = q->n ? pwritev_full(q->fd, q->iov, q->n, q->pos) : 0;
+	q->pos += len;
+	q->n = 0;
+	return r;
+}
+
+/* Queue one page (p is valid until the next flush). */
+static int out_page(struct out_queue *q, const unsigned char *p)
+{
+	if (q->n > 0 && (const unsigned char *)q->iov[q->n - 1].iov_base + q->iov[q->n - 1].iov_len == p) {
+		q->iov[q->n - 1].iov_len += SNAP_PAGE;
+		return 0;
+	}
+	if (q->n == (int)IOV_BATCH) {
+		int r = out_flush(q);
+		if (r < 0)
+			return r;
+	}
+	q->iov[q->n].iov_base = (void *)p;
+	q->iov[q->n].iov_len = SNAP_PAGE;
+	q->n++;
+	return 0;
+}
+
+/* Scan pid's pagemap over [start, start + npages pages) into priv. */
+static int scan_private(pid_t pid, uint64_t start, uint64_t npages, uint64_t *priv,
+			uint64_t *count)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	int pm = open(path, O_RDONLY | O_CLOEXEC);
+	if (pm < 0)
+		return -errno;
+	uint64_t *ent = malloc(SCAN_BATCH * sizeof(uint64_t));
+	int r = ent ? 0 : -ENOMEM;
+	for (uint64_t p = 0; r == 0 && p < npages; p += SCAN_BATCH) {
+		uint64_t n = npages - p < SCAN_BATCH ? npages - p : SCAN_BATCH;
+		r = pread_full(pm, ent, (size_t)n * 8, (start / SNAP_PAGE + p) * 8);
+		for (uint64_t i = 0; r == 0 && i < n; i++) {
+			if ((ent[i] & (PM_PRESENT | PM_SWAP)) && !(ent[i] & PM_FILE)) {
+				bit_set(priv, p + i);
+				(*count)++;
+			}
+		}
+	}
+	free(ent);
+	close(pm);
+	return r;
+}
+
+int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
+		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
+		       struct snap_pages_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	uint64_t npages = ram_bytes / SNAP_PAGE, words = (npages + 63) / 64;
+	uint64_t *priv = calloc(words, sizeof(uint64_t)), *kept = calloc(words, sizeof(uint64_t));
+	unsigned char *buf = malloc(MOVE_BATCH);
+	struct iovec *remote = malloc(IOV_BATCH * sizeof(*remote));
+	uint64_t *first = malloc(IOV_BATCH * sizeof(uint64_t)); /* each run's first page */
+	struct out_queue *q = malloc(sizeof(*q));
+	int r = priv && kept && buf && remote && first && q ? 0 : -ENOMEM;
+	int64_t t0 = util_now_us();
+	if (r == 0)
+		r = scan_private(pid, start, npages, priv, &st->private_pages);
+	int64_t t1 = util_now_us();
+	st->scan_us = t1 - t0;
+	if (q) {
+		q->fd = out_fd;
+		q->pos = snap_mem_data_off(ram_bytes);
+		q->n = 0;
+	}
+	for (uint64_t p = 0; r == 0 && p < npages;) {
+		/* One batch: up to IOV_BATCH runs of private pages, MOVE_BATCH bytes. */
+		int nrun = 0;
+		size_t used = 0;
+		while (p < npages && nrun < (int)IOV_BATCH && used < MOVE_BATCH) {
+			if (word_done(priv, p)) {
+				p = (p / 64 + 1) * 64;
+				continue;
+			}
+			if (!bit_get(priv, p)) {
+				p++;
+				continue;
+			}
+			uint64_t e = p;
+			while (e < npages && bit_get(priv, e) && used + (e - p + 1) * SNAP_PAGE <= MOVE_BATCH)
+				e++;
+			remote[nrun].iov_base = (void *)(uintptr_t)(start + p * SNAP_PAGE);
+			remote[nrun].iov_len = (size_t)(e - p) * SNAP_PAGE;
+			first[nrun++] = p;
+			used += (size_t)(e - p) * SNAP_PAGE;
+			p = e;
+		}
+		if (nrun == 0)
+			break;
+		struct iovec local = {buf, used};
+		int64_t ta = util_now_us();
+		ssize_t got = process_vm_readv(pid, &local, 1, remote, (unsigned long)nrun, 0);
+		int64_t tb = util_now_us();
+		st->read_us += tb - ta;
+		if (got < 0) {
+			r = -errno;
+			break;
+		}
+		if ((size_t)got != used) {
+			r = -EIO;
+			break;
+		}
+		/* Keep the pages that differ from the base image. */
+		const unsigned char *at = buf;
+		for (int i = 0; r == 0 && i < nrun; i++) {
+			uint64_t len = remote[i].iov_len / SNAP_PAGE;
+			for (uint64_t k = 0; r == 0 && k < len; k++, at += SNAP_PAGE) {
+				uint64_t pg = first[i] + k;
+				if (!memcmp(at, snap_image_page(base, tpl, pg), SNAP_PAGE))
+					continue;
+				bit_set(kept, pg);
+				st->stored_pages++;
+				r = out_page(q, at);
+			}
+		}
+		int64_t tc = util_now_us();
+		st->cmp_us += tc - tb;
+		if (r == 0)
+			r = out_flush(q); /* buf is reused by the next batch */
+		st->write_us += util_now_us() - tc;
+	}
+	if (r == 0)
+		r = write_head(out_fd, ram_bytes, st->stored_pages, kept);
+	st->copy_us = util_now_us() - t1;
+	free(priv);
+	free(kept);
+	free(buf);
+	free(remote);
+	free(first);
+	free(q);
+	return r;
+}
+
+/* Write one level's pages into pid's RAM at start. */
+static int write_level(pid_t pid, uint64_t start, const struct snapshot *s, uint64_t *bytes,
+		       struct iovec *remote)
+{
+	uint64_t pages = s->ram_bytes / SNAP_PAGE;
+	for (uint64_t p = 0; p < pages;) {
+		int nrun = 0;
+		size_t used = 0;
+		const unsigned char *from = NULL;
+		while (p < pages && nrun < (int)IOV_BATCH && used < MOVE_BATCH) {
+			if (word_done(s->present, p)) {
+				p = (p / 64 + 1) * 64;
+				continue;
+			}
+			if (!bit_get(s->present, p)) {
+				p++;
+				continue;
+			}
+			uint64_t e = p;
+			while (e < pages && bit_get(s->present, e) && used + (e - p + 1) * SNAP_PAGE <= MOVE_BATCH)
+				e++;
+			if (!from)
+				from = level_page(s, p); /* the batch's pages follow in the file */
+			remote[nrun].iov_base = (void *)(uintptr_t)(start + p * SNAP_PAGE);
+			remote[nrun].iov_len = (size_t)(e - p) * SNAP_PAGE;
+			nrun++;
+			used += (size_t)(e - p) * SNAP_PAGE;
+			p = e;
+		}
+		if (nrun == 0)
+			break;
+		struct iovec local = {(void *)from, used};
+		ssize_t w = process_vm_writev(pid, &local, 1, remote, (unsigned long)nrun, 0);
+		if (w < 0)
+			return -errno;
+		if ((size_t)w != used)
+			return -EIO;
+		*bytes += used;
+	}
+	return 0;
+}
+
+int snap_write_pages(pid_t pid, uint64_t start, const struct snapshot *s,
+		     const struct snapshot *upto, uint64_t *bytes)
+{
+	*bytes = 0;
+	const struct snapshot *chain[SNAP_CHAIN_MAX];
+	int n = 0;
+	for (const struct snapshot *c = s; c && c != upto; c = c->parent) {
+		if (n == SNAP_CHAIN_MAX)
+			return -ELOOP;
+		chain[n++] = c;
+	}
+	struct iovec *remote = malloc(IOV_BATCH * sizeof(*remote));
+	if (!remote)
+		return -ENOMEM;
+	int r = 0;
+	while (r == 0 && n > 0)
+		r = write_level(pid, start, chain[--n], bytes, remote);
+	free(remote);
+	return r;
+}
+
+void snap_lay_chain(const struct snapshot *s, unsigned char *ram, uint64_t *copied)
+{
+	const struct snapshot *chain[SNAP_CHAIN_MAX];
+	int n = 0;
+	for (const struct snapshot *c = s; c && n < SNAP_CHAIN_MAX; c = c->parent)
+		chain[n++] = c;
+	while (n > 0) {
+		const struct snapshot *c = chain[--n];
+		uint64_t pages = c->ram_bytes / SNAP_PAGE;
+		for (uint64_t p = 0; p < pages; p++) {
+			if (word_done(c->present, p)) {
+				p = (p / 64 + 1) * 64 - 1;
+				continue;
+			}
+			if (bit_get(c->present, p)) {
+				memcpy(ram + p * SNAP_PAGE, level_page(c, p), SNAP_PAGE);
+				*copied += SNAP_PAGE;
+			}
+		}
+	}
+}
+
+int snap_write_union(const struct snapshot *s, int out_fd)
+{
+	uint64_t pages = s->ram_bytes / SNAP_PAGE, words = (pages + 63) / 64, count = 0;
+	uint64_t *all = calloc(words, sizeof(uint64_t));
+	struct out_queue *q = malloc(sizeof(*q));
+	int r = all && q ? 0 : -ENOMEM;
+	for (const struct snapshot *c = s; r == 0 && c; c = c->parent)
+		for (uint64_t w = 0; w < words; w++)
+			all[w] |= c->present[w];
+	if (q) {
+		q->fd = out_fd;
+		q->pos = snap_mem_data_off(s->ram_bytes);
+		q->n = 0;
+	}
+	for (uint64_t p = 0; r == 0 && p < pages; p++) {
+		if (!bit_get(all, p))
+			continue;
+		const struct snapshot *c = s;
+		while (!bit_get(c->present, p))
+			c = c->parent;
+		r = out_page(q, level_page(c, p));
+		count++;
+	}
+	if (r == 0)
+		r = out_flush(q);
+	if (r == 0)
+		r = write_head(out_fd, s->ram_bytes, count, all);
+	free(all);
+	free(q);
+	return r;
+}
