@@ -22,5 +22,7 @@
 #define BODY_META_KEY_MAX 64
 #define BODY_META_VALUE_MAX 512
 #define BODY_TIMEOUT_MAX_S 86400 /* seconds: exec and run_code timeout_seconds */
+#define BODY_SNAPSHOT_NAME_MAX 128 /* a snapshot's name (printable UTF-8) */
+#define BODY_FORK_MAX 16           /* forks of one request */
 
 #endif

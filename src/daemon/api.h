@@ -71,6 +71,19 @@ void api_network_get(struct http_req *r);
  * the policy, the others keep theirs; it applies at once, open connections
  * it refuses are closed; answers the new policy. */
 void api_network_put(struct http_req *r);
+/* POST /v1/sandboxes/{id}/snapshots: capture, 201 (api_snapshots.c). */
+void api_snapshots_create(struct http_req *r);
+/* GET /v1/snapshots: the team's snapshots (api_snapshots.c). */
+void api_snapshots_list(struct http_req *r);
+/* GET /v1/snapshots/{id} (api_snapshots.c). */
+void api_snapshots_get(struct http_req *r);
+/* DELETE /v1/snapshots/{id}: 204, 409 while a paused sandbox needs it. */
+void api_snapshots_delete(struct http_req *r);
+/* POST /v1/sandboxes/{id}/fork: one capture, count creates (api_snapshots.c). */
+void api_sandboxes_fork(struct http_req *r);
+/* POST /v1/sandboxes/{id}/pause and .../resume (api_snapshots.c). */
+void api_sandboxes_pause(struct http_req *r);
+void api_sandboxes_resume(struct http_req *r);
 
 /* POST /v1/sandboxes/{id}/exec: run, collect, answer the result (api_exec.c). */
 void api_exec(struct http_req *r);

@@ -50,8 +50,8 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused") ||
 		      !strcmp(row->status, "lost");
 	json_t *net = api_network_json(row);
-	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", row->id,
-			 "template", row->template_name, "status", row->status, "reason",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id",
+			 row->id, "template", row->template_name, "status", row->status, "reason",
 			 row->reason[0] ? utf8_json_lossy(row->reason, strlen(row->reason))
 					: json_null(),
 			 "created_at", created, "expires_at", expires, "ended_at",
@@ -59,6 +59,10 @@ json_t *api_sandbox_json(const struct sandbox_row *row)
 			 row->vcpus ? json_integer(row->vcpus) : json_null(), "memory_mib",
 			 row->memory_mib ? json_integer(row->memory_mib) : json_null(),
 			 "metadata", meta ? meta : json_object(), "network", net ? net : json_object());
+	if (o)
+		json_object_set_new(o, "on_timeout",
+				    json_string(strcmp(row->on_timeout, "pause") ? "stop" : "pause"));
+	return o;
 }
 
 json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row)

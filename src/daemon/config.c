@@ -84,6 +84,17 @@ static const struct opt opts[] = {
 	 1u << 30, "MiB of available memory a create must leave, counting its RAM (512)"},
 	{"--ttl-grace", "PANDASTACK_TTL_GRACE", OPT_U64, F(ttl_grace_s), 1, 3600,
 	 "seconds past its TTL after which a sandbox's own monitor ends it (10)"},
+	{"--paused-retention", "PANDASTACK_PAUSED_RETENTION", OPT_U64, F(paused_retention_s), 60,
+	 3650u * 86400u, "seconds a paused sandbox is kept before it is stopped (604800)"},
+	{"--max-snapshots-per-team", "PANDASTACK_MAX_SNAPSHOTS_PER_TEAM", OPT_U64,
+	 F(max_snapshots_per_team), 1, 100000, "snapshots a team may keep (100)"},
+	{"--snapshot-max-depth", "PANDASTACK_SNAPSHOT_MAX_DEPTH", OPT_U64, F(snapshot_max_depth), 1,
+	 16, "snapshots of snapshots stacked before one is flattened in the background (4)"},
+	{"--snapshot-merge-after", "PANDASTACK_SNAPSHOT_MERGE_AFTER", OPT_U64,
+	 F(snapshot_merge_after), 0, 1000000,
+	 "creates from one snapshot after which its RAM is merged into one shared image (3; 0: never)"},
+	{"--snapshot-merge-max", "PANDASTACK_SNAPSHOT_MERGE_MAX", OPT_U64, F(snapshot_merge_max), 0,
+	 1024, "merged snapshot RAM images kept at once, each the size of its guest RAM (4)"},
 	{"--tls-cert", "PANDASTACK_TLS_CERT", OPT_PATH, F(tls_cert), 0, 0,
 	 "PEM certificate (chain) to serve HTTPS with (with --tls-key)"},
 	{"--tls-key", "PANDASTACK_TLS_KEY", OPT_PATH, F(tls_key), 0, 0,
@@ -329,6 +340,11 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->reserve_disk_mib = 1024;
 	cfg->reserve_memory_mib = 512;
 	cfg->ttl_grace_s = 10;
+	cfg->paused_retention_s = 7 * 86400;
+	cfg->max_snapshots_per_team = 100;
+	cfg->snapshot_max_depth = 4;
+	cfg->snapshot_merge_after = 3;
+	cfg->snapshot_merge_max = 4;
 	cfg->max_conns_per_ip = 64;
 	cfg->idle_timeout_s = 60;
 	cfg->net_max_conns = 4096;

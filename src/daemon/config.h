@@ -28,6 +28,11 @@
  *   --reserve-disk MIB           PANDASTACK_RESERVE_DISK          1024 (503 host_full below)
  *   --reserve-memory MIB         PANDASTACK_RESERVE_MEMORY        512 (503 host_full below)
  *   --ttl-grace S                PANDASTACK_TTL_GRACE             10 (monitor's backstop)
+ *   --paused-retention S         PANDASTACK_PAUSED_RETENTION      604800 (then stopped)
+ *   --max-snapshots-per-team N   PANDASTACK_MAX_SNAPSHOTS_PER_TEAM 100
+ *   --snapshot-max-depth N       PANDASTACK_SNAPSHOT_MAX_DEPTH    4 (deeper: flattened)
+ *   --snapshot-merge-after N     PANDASTACK_SNAPSHOT_MERGE_AFTER  3 (creates; 0: never)
+ *   --snapshot-merge-max N       PANDASTACK_SNAPSHOT_MERGE_MAX    4 (merged RAM images)
  *   --tls-cert FILE              PANDASTACK_TLS_CERT              (none: plain HTTP)
  *   --tls-key FILE               PANDASTACK_TLS_KEY               (none)
  *   --insecure-http              allow plain HTTP on a non-loopback address
@@ -108,6 +113,11 @@ struct daemon_cfg {
 	uint32_t reserve_disk_mib;     /* free disk a create must leave (after its cap) */
 	uint32_t reserve_memory_mib;   /* MemAvailable a create must leave (after its RAM) */
 	uint32_t ttl_grace_s;          /* the monitor ends a sandbox this long past its TTL */
+	int64_t paused_retention_s;    /* a paused sandbox is stopped after this long */
+	uint32_t max_snapshots_per_team;
+	uint32_t snapshot_max_depth;   /* a snapshot this deep is flattened */
+	uint32_t snapshot_merge_after; /* creates before a snapshot's RAM is merged; 0 never */
+	uint32_t snapshot_merge_max;   /* merged RAM images at once */
 	char tls_cert[PATH_MAX];       /* PEM certificate chain; "" = plain HTTP */
 	char tls_key[PATH_MAX];        /* PEM private key */
 	int insecure_http;             /* plain HTTP on a non-loopback address is allowed */

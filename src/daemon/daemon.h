@@ -23,12 +23,14 @@ struct templates;
 struct api_mcp;
 struct cluster;
 struct http_gate;
+struct snaps;
 
 struct daemon {
 	struct daemon_cfg cfg;
 	struct store *store;
 	struct sandboxes *sandboxes;
 	struct templates *templates;
+	struct snaps *snaps;             /* snapshots (snapshots.h) */
 	struct api_mcp *mcp;             /* the MCP endpoint (api_mcp.h) */
 	struct net *net;                 /* the sandboxes' proxy and resolver */
 	struct cluster *cluster;         /* NULL: one host (cluster.h) */
@@ -37,6 +39,8 @@ struct daemon {
 	char accel_why[256];             /* why that accelerator */
 	char sandboxes_dir[PATH_MAX];    /* <data-dir>/sandboxes */
 	char pool_dir[PATH_MAX];         /* <data-dir>/pool */
+	char snapshots_dir[PATH_MAX];    /* <data-dir>/snapshots (same filesystem as
+					  * sandboxes_dir: a capture moves a disk layer) */
 	struct body_limits limits;       /* from cfg, for request validation */
 	int64_t started_wall_ms;
 };

@@ -35,6 +35,7 @@
 #include "daemon/net.h"
 #include "daemon/route.h"
 #include "daemon/sandbox.h"
+#include "daemon/snapshots.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
 #include "engine/jail.h"
@@ -63,6 +64,8 @@ static int prepare_data_dir(struct daemon *d)
 		e = path_in(d->sandboxes_dir, sizeof(d->sandboxes_dir), d->cfg.data_dir, "sandboxes");
 	if (!e)
 		e = path_in(d->pool_dir, sizeof(d->pool_dir), d->cfg.data_dir, "pool");
+	if (!e)
+		e = path_in(d->snapshots_dir, sizeof(d->snapshots_dir), d->cfg.data_dir, "snapshots");
 	if (!e)
 		e = util_mkdir_p(d->sandboxes_dir, 0711);
 	if (!e)
@@ -184,10 +187,14 @@ int main(int argc, char **argv)
 	};
 	if ((e = net_start(&ncfg, &d.net, err, sizeof(err))) < 0)
 		return fail("network", e, err);
+	if ((e = snaps_new(&d, &d.snaps)) < 0)
+		return fail("snapshots", e, NULL);
 	if ((e = sandboxes_new(&d, &d.sandboxes)) < 0)
 		return fail("registry", e, NULL);
 	if ((e = sandboxes_adopt(d.sandboxes)) < 0)
 		return fail("adopt", e, NULL);
+	if ((e = snaps_recover(d.snaps)) < 0)
+		return fail("snapshots", e, NULL);
 	struct monitor *mon;
 	if ((e = monitor_start(&d, &mon)) < 0)
 		return fail("monitor", e, NULL);
@@ -213,6 +220,7 @@ int main(int argc, char **argv)
 	monitor_stop(mon);
 	net_stop(d.net); /* proxied connections end with the daemon */
 	sandboxes_free(d.sandboxes);
+	snaps_free(d.snaps);
 	templates_free(d.templates);
 	store_close(d.store);
 	log_kv(LOG_INFO, "daemon.stopped", "signal=%d", sig);

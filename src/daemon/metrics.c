@@ -58,6 +58,9 @@ static const char *const event_names[METRICS_N_EVENTS] = {
 	[METRICS_EXEC_CLIENT_GONE] = "exec_client_gone",
 	[METRICS_POOL_HIT] = "pool_hit",
 	[METRICS_POOL_MISS] = "pool_miss",
+	[METRICS_SNAPSHOT] = "snapshot_taken",
+	[METRICS_PAUSED] = "paused",
+	[METRICS_RESUMED] = "resumed",
 };
 
 static void observe(struct histogram *h, int64_t ms)

@@ -24,6 +24,9 @@ enum metrics_event {
 	METRICS_POOL_HIT,         /* a create was served by a ready sandbox of the pool */
 	METRICS_POOL_MISS,        /* a template with a pool had none ready (or the
 				   * hand-out failed): the create restored one */
+	METRICS_SNAPSHOT,         /* a capture of a running sandbox (snapshot, fork, pause) */
+	METRICS_PAUSED,           /* a sandbox paused */
+	METRICS_RESUMED,          /* a paused sandbox resumed */
 	METRICS_N_EVENTS
 };
 

@@ -52,6 +52,7 @@ static void purge(struct daemon *d)
 	int64_t before = wall_ms() - d->cfg.retention_s * 1000;
 	if (store_sandbox_purge_ended(d->store, before, &n) == 0 && n > 0)
 		log_kv(LOG_INFO, "sandbox.purged", "rows=%d", n);
+	sandboxes_paused_expire(d->sandboxes);
 }
 
 /* One round: wait for a death, an expiry, a change or the stop; act. */
@@ -89,8 +90,7 @@ static int round_once(struct monitor *m)
 		if (dead && sbx_end_async(sb, "error", NULL) == 1) {
 			metrics_event(METRICS_VM_DIED);
 			log_kv(LOG_WARN, "sandbox.vm_died", "id=%s", sbx_id(sb));
-		} else if (!dead && now >= m->w[i].expires_at_ms &&
-			   sbx_end_async(sb, "stopped", "ttl expired") == 1) {
+		} else if (!dead && now >= m->w[i].expires_at_ms && sbx_expire_async(sb) == 1) {
 			metrics_event(METRICS_TTL_EXPIRED);
 			log_kv(LOG_INFO, "sandbox.expired", "id=%s", sbx_id(sb));
 		}

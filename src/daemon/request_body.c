@@ -90,6 +90,18 @@ int body_check_name(const char *s)
 	return 0;
 }
 
+/* "snap_" and 20 lowercase hex digits (snapshots.h's form; checked here
+ * too so that the parser stays pure). */
+static int snapshot_id_form(const char *s)
+{
+	if (strncmp(s, "snap_", 5) != 0 || strlen(s) != 25)
+		return 0;
+	for (const char *p = s + 5; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	return 1;
+}
+
 /* Optional string field: 0 with *out (NULL when absent) or -EINVAL. */
 static int get_string(json_t *obj, const char *field, size_t maxlen, int required,
 		      const char **out, size_t *outlen, struct body_error *err)
@@ -301,16 +313,28 @@ static int get_public_ports(json_t *net, const char *field, int *out, struct bod
 int body_parse_create_sandbox(const char *buf, size_t len, const struct body_limits *lim,
 			      struct create_sandbox_body *out, struct body_error *err)
 {
-	static const char *const fields[] = {"template", "ttl_seconds", "env", "metadata",
-					     "network", NULL};
+	static const char *const fields[] = {"template", "snapshot", "ttl_seconds", "env",
+					     "metadata", "network", "on_timeout", NULL};
 	memset(out, 0, sizeof(*out));
 	json_t *root = out->root = open_body(buf, len, fields, err);
 	if (!root)
 		return -EINVAL;
-	int r = get_string(root, "template", BODY_NAME_MAX, 1, &out->template_name, NULL, err);
-	if (!r && body_check_name(out->template_name) < 0)
+	int r = get_string(root, "snapshot", 64, 0, &out->snapshot, NULL, err);
+	if (!r && out->snapshot && !snapshot_id_form(out->snapshot))
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
+				   "field 'snapshot' must be a snapshot id (snap_ and 20 hex digits)");
+	if (!r)
+		r = get_string(root, "template", BODY_NAME_MAX, !out->snapshot, &out->template_name,
+			       NULL, err);
+	if (!r && out->template_name && body_check_name(out->template_name) < 0)
 		r = body_error_set(err, API_ERR_INVALID_FIELD,
 			 "field 'template' must be 1-%d characters of [a-z0-9._-]", BODY_NAME_MAX);
+	if (!r)
+		r = get_string(root, "on_timeout", 16, 0, &out->on_timeout, NULL, err);
+	if (!r && out->on_timeout && strcmp(out->on_timeout, "stop") != 0 &&
+	    strcmp(out->on_timeout, "pause") != 0)
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
+				   "field 'on_timeout' must be \"stop\" or \"pause\"");
 	json_t *ttl = json_object_get(root, "ttl_seconds");
 	if (!r && ttl)
 		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
@@ -351,6 +375,58 @@ int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 	json_t *ttl = json_object_get(root, "ttl_seconds");
 	int r = ttl ? check_ttl(ttl, lim, &out->ttl_seconds, err)
 		    : body_error_set(err, API_ERR_MISSING_FIELD, "field 'ttl_seconds' is required");
+	json_decref(root);
+	return r;
+}
+
+int body_parse_snapshot(const char *buf, size_t len, struct snapshot_body *out,
+			struct body_error *err)
+{
+	static const char *const fields[] = {"name", NULL};
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return 0;
+	json_t *root = out->root = open_body(buf, len, fields, err);
+	if (!root)
+		return -EINVAL;
+	size_t n = 0;
+	int r = get_string(root, "name", BODY_SNAPSHOT_NAME_MAX, 0, &out->name, &n, err);
+	if (!r && out->name && (n == 0 || !utf8_printable(out->name, n)))
+		r = body_error_set(err, API_ERR_INVALID_FIELD,
+			 "field 'name' must be 1-%d printable characters", BODY_SNAPSHOT_NAME_MAX);
+	if (r)
+		snapshot_body_clear(out);
+	return r;
+}
+
+void snapshot_body_clear(struct snapshot_body *b)
+{
+	json_decref(b->root);
+	memset(b, 0, sizeof(*b));
+}
+
+int body_parse_fork(const char *buf, size_t len, const struct body_limits *lim,
+		    struct fork_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"count", "ttl_seconds", NULL};
+	memset(out, 0, sizeof(*out));
+	out->count = 1;
+	if (len == 0)
+		return 0;
+	json_t *root = open_body(buf, len, fields, err);
+	if (!root)
+		return -EINVAL;
+	int r = 0;
+	json_t *c = json_object_get(root, "count");
+	if (c && (!json_is_integer(c) || json_integer_value(c) < 1 ||
+		  json_integer_value(c) > BODY_FORK_MAX))
+		r = body_error_set(err, API_ERR_INVALID_FIELD, "field 'count' must be an integer from 1 to %d",
+			 BODY_FORK_MAX);
+	else if (c)
+		out->count = json_integer_value(c);
+	json_t *ttl = json_object_get(root, "ttl_seconds");
+	if (!r && ttl)
+		r = check_ttl(ttl, lim, &out->ttl_seconds, err);
 	json_decref(root);
 	return r;
 }

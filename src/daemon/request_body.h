@@ -40,16 +40,30 @@ struct body_limits {
 	int64_t max_exec_timeout_seconds; /* timeout_seconds must be 0..this */
 };
 
-/* POST /v1/sandboxes */
+/* POST /v1/sandboxes: a template or a snapshot (or both when they agree) */
 struct create_sandbox_body {
 	json_t *root;
-	const char *template_name; /* [a-z0-9][a-z0-9._-]{0,63} */
+	const char *template_name; /* [a-z0-9][a-z0-9._-]{0,63}; NULL with a snapshot */
+	const char *snapshot;      /* "snap_" + 20 hex digits, or NULL */
 	int64_t ttl_seconds;       /* 0 when absent (the daemon's default) */
 	json_t *env;               /* new reference; {} when absent */
 	json_t *metadata;          /* new reference; {} when absent */
 	int public_ports;          /* network.public_ports: 1 true, 0 false/absent */
 	struct net_policy *network; /* owned; the default policy when absent
 				     * (net_policy.h checks the object) */
+	const char *on_timeout;    /* "stop" or "pause"; NULL when absent */
+};
+
+/* POST /v1/sandboxes/{id}/snapshots (the body is optional) */
+struct snapshot_body {
+	json_t *root;
+	const char *name;     /* 1..BODY_SNAPSHOT_NAME_MAX printable bytes, or NULL */
+};
+
+/* POST /v1/sandboxes/{id}/fork */
+struct fork_body {
+	int64_t count;        /* 1..BODY_FORK_MAX; 1 when absent */
+	int64_t ttl_seconds;  /* 0 when absent */
 };
 
 /* POST /v1/sandboxes/{id}/ttl */
@@ -134,6 +148,15 @@ void create_sandbox_body_clear(struct create_sandbox_body *b);
 
 int body_parse_ttl(const char *buf, size_t len, const struct body_limits *lim,
 		   struct ttl_body *out, struct body_error *err);
+
+/* body_parse_snapshot accepts an empty body. */
+int body_parse_snapshot(const char *buf, size_t len, struct snapshot_body *out,
+			struct body_error *err);
+void snapshot_body_clear(struct snapshot_body *b);
+
+/* body_parse_fork accepts an empty body (one fork). */
+int body_parse_fork(const char *buf, size_t len, const struct body_limits *lim,
+		    struct fork_body *out, struct body_error *err);
 
 int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		    struct exec_body *out, struct body_error *err);

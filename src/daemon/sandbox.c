@@ -21,6 +21,7 @@
 #include "daemon/metrics.h"
 #include "daemon/net.h"
 #include "daemon/sandbox_int.h"
+#include "daemon/snapshots.h"
 #include "daemon/store.h"
 #include "engine/netslot.h"
 
@@ -90,6 +91,7 @@ struct sbx *sbx__new(struct sandboxes *reg, const char *id, const char *team,
 	snprintf(sb->template_name, sizeof(sb->template_name), "%s", template_name);
 	sb->env = env ? json_incref(env) : json_object();
 	pthread_mutex_init(&sb->lock, NULL);
+	pthread_mutex_init(&sb->life, NULL);
 	pthread_cond_init(&sb->cond, NULL);
 	sb->state = SBX_CREATING;
 	sb->expires_at_ms = expires_at_ms;
@@ -99,6 +101,12 @@ struct sbx *sbx__new(struct sandboxes *reg, const char *id, const char *team,
 		return NULL;
 	}
 	return sb;
+}
+
+void sbx__set_origin(struct sbx *sb, const char *snapshot, const char *on_timeout)
+{
+	snprintf(sb->snapshot, sizeof(sb->snapshot), "%s", snapshot ? snapshot : "");
+	sb->on_timeout_pause = on_timeout && !strcmp(on_timeout, "pause");
 }
 
 void sbx__link(struct sandboxes *reg, struct sbx *sb)
@@ -117,6 +125,7 @@ static void destroy(struct sbx *sb)
 	vm_free(sb->vm);
 	json_decref(sb->env);
 	pthread_mutex_destroy(&sb->lock);
+	pthread_mutex_destroy(&sb->life);
 	pthread_cond_destroy(&sb->cond);
 	free(sb);
 }
@@ -296,7 +305,7 @@ int sbx_set_public_ports(struct sbx *sb, int public_ports)
 
 /* Mark one more thread inside the engine with sb's VM.  -ESRCH if the
  * sandbox is not running. */
-static int pin(struct sbx *sb)
+int sbx__pin(struct sbx *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	int ok = sb->state == SBX_RUNNING;
@@ -306,7 +315,7 @@ static int pin(struct sbx *sb)
 	return ok ? 0 : -ESRCH;
 }
 
-static void unpin(struct sbx *sb)
+void sbx__unpin(struct sbx *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	sb->ops--;
@@ -339,34 +348,34 @@ static struct guest_conn *live_conn(struct sbx *sb)
 
 int sbx_stream_open(struct sbx *sb, json_t *req, struct guest_stream **out)
 {
-	int r = pin(sb);
+	int r = sbx__pin(sb);
 	if (r)
 		return r;
 	struct guest_conn *c = live_conn(sb);
 	r = c ? guest_stream_open(c, req, out) : -ECONNRESET;
-	unpin(sb);
+	sbx__unpin(sb);
 	return r;
 }
 
 int sbx_call(struct sbx *sb, json_t *req, int timeout_ms, json_t **result)
 {
 	*result = NULL;
-	int r = pin(sb);
+	int r = sbx__pin(sb);
 	if (r)
 		return r;
 	struct guest_conn *c = live_conn(sb);
 	r = c ? guest_call(c, req, timeout_ms, result) : -ECONNRESET;
-	unpin(sb);
+	sbx__unpin(sb);
 	return r;
 }
 
 int sbx_connect_port(struct sbx *sb, unsigned port)
 {
-	int r = pin(sb);
+	int r = sbx__pin(sb);
 	if (r)
 		return r;
 	r = netslot_connect_guest(vm_netns(sb->vm), port);
-	unpin(sb);
+	sbx__unpin(sb);
 	return r;
 }
 
@@ -383,10 +392,11 @@ static void kill_vm(struct vm *vm)
 
 /*
  * End sb: refuse new operations, wake and drain the running ones, stop
- * QEMU and remove its run dir, then update the row (status and reason) or
- * delete it.  A second caller waits for the first to finish.
+ * QEMU and remove its run dir, then update the row (status and reason;
+ * nothing when status is NULL) or delete it.  A second caller waits for
+ * the first to finish.
  */
-static void sbx_end(struct sbx *sb, const char *status, const char *reason, int delete_row)
+void sbx__end(struct sbx *sb, const char *status, const char *reason, int delete_row)
 {
 	struct daemon *d = sb->reg->d;
 	pthread_mutex_lock(&sb->lock);
@@ -415,10 +425,12 @@ static void sbx_end(struct sbx *sb, const char *status, const char *reason, int 
 	net_detach(d->net, sb->id); /* its connections end before its VM */
 	int sr = vm_stop(sb->vm);
 	int dr = delete_row ? store_sandbox_delete(d->store, sb->id)
-			    : store_sandbox_set_status(d->store, sb->id, status, why, wall_ms());
+		 : status   ? store_sandbox_set_status(d->store, sb->id, status, why, wall_ms())
+			    : 0;
 	char q[STORE_REASON_MAX + 8];
 	log_kv(LOG_INFO, "sandbox.end", "id=%s team=%s status=%s reason=%s stop_ms=%lld stop_err=%d db_err=%d",
-	       sb->id, sb->team, delete_row ? "deleted" : status, log_quote(why, q, sizeof(q)),
+	       sb->id, sb->team, delete_row ? "deleted" : status ? status : "kept",
+	       log_quote(why, q, sizeof(q)),
 	       (long long)(util_now_ms() - t0), sr, dr);
 
 	pthread_mutex_lock(&sb->lock);
@@ -426,6 +438,7 @@ static void sbx_end(struct sbx *sb, const char *status, const char *reason, int 
 	pthread_cond_broadcast(&sb->cond);
 	pthread_mutex_unlock(&sb->lock);
 	sbx__unlink(sb);
+	snaps_gc(d->snaps); /* it may have been the last to need a snapshot */
 }
 
 int sbx_delete(struct sandboxes *reg, const char *team, const char *id)
@@ -434,7 +447,7 @@ int sbx_delete(struct sandboxes *reg, const char *team, const char *id)
 	if (find_mine(reg, team, id, &sb) < 0)
 		return -ENOENT;
 	if (sb) {
-		sbx_end(sb, "stopped", "deleted", 1);
+		sbx__end(sb, "stopped", "deleted", 1);
 		sbx_release(sb);
 		return 0;
 	}
@@ -448,6 +461,7 @@ int sbx_delete(struct sandboxes *reg, const char *team, const char *id)
 	if (!mine)
 		return -ENOENT;
 	r = store_sandbox_delete(reg->d->store, id);
+	snaps_gc(reg->d->snaps); /* a paused sandbox's snapshot goes with it */
 	return r == -ENOENT ? 0 : r; /* a concurrent delete won: same outcome */
 }
 
@@ -523,7 +537,7 @@ static void *end_thread(void *arg)
 {
 	struct end_job *job = arg;
 	struct sandboxes *reg = job->sb->reg;
-	sbx_end(job->sb, job->status, job->has_reason ? job->reason : NULL, 0);
+	sbx__end(job->sb, job->status, job->has_reason ? job->reason : NULL, 0);
 	sbx_release(job->sb);
 	free(job);
 	pthread_mutex_lock(&reg->lock);

@@ -70,13 +70,15 @@ struct sbx_err {
 };
 
 /*
- * sbx_create - the whole create: check the template, reserve a slot under
- * the team's limit (429), take a ready sandbox from the template's pool
- * (pool.h) or, when none is ready, restore a VM from the template, into
+ * sbx_create - the whole create: check the template or the team's
+ * snapshot b names, reserve a slot under the team's limit (429), restore
+ * the snapshot, or take a ready sandbox from the template's pool (pool.h)
+ * or, when none is ready, restore a VM from the template, into
  * <data-dir>/sandboxes/<id>, store the row.  On success *row is the stored
  * row (strings owned by the caller: sandbox_row_clear) and *restored_from
- * says which path served it: "pool" or "template" (a static string).  On
- * failure returns -errno with *err filled and leaves nothing behind.
+ * says which path served it: "pool", "template" or "snapshot" (a static
+ * string).  On failure returns -errno with *err filled and leaves nothing
+ * behind.
  */
 int sbx_create(struct sandboxes *reg, const char *team, const struct create_sandbox_body *b,
 	       struct sandbox_row *row, const char **restored_from, struct sbx_err *err);
@@ -164,6 +166,59 @@ int sbx_delete(struct sandboxes *reg, const char *team, const char *id);
  */
 int sbx_set_ttl(struct sandboxes *reg, const char *team, const char *id, int64_t ttl_s,
 		struct sandbox_row *row);
+
+/* ---- snapshots, forks, pause and resume (sandbox_snapshot.c) ------------ */
+
+/*
+ * sbx_snapshot - capture the live sandbox id of team into a new user
+ * snapshot named name (NULL: none); the sandbox pauses only for the
+ * capture.  On success *out is the snapshot's row (caller clears).
+ * Returns 0, or -errno with err: 404 sandbox_not_found, 409
+ * sandbox_not_running, 429 too_many_snapshots, 409 snapshot_stale (its
+ * template was baked again since it started), 507 host_disk_full, 500
+ * snapshot_failed.
+ */
+int sbx_snapshot(struct sandboxes *reg, const char *team, const char *id, const char *name,
+		 struct snapshot_row *out, struct sbx_err *err);
+
+/*
+ * sbx_fork - capture the live sandbox id of team once and create count
+ * sandboxes from that capture (in parallel), each living ttl_s seconds (0:
+ * the default) with the source's environment and metadata.  *rows (count
+ * rows; free with sandbox_rows_free) on success; on failure none is left.
+ */
+int sbx_fork(struct sandboxes *reg, const char *team, const char *id, unsigned count,
+	     int64_t ttl_s, struct sandbox_row **rows, struct sbx_err *err);
+
+/*
+ * sbx_pause - capture the live sandbox id of team and end its QEMU: it is
+ * "paused" (its TTL stops; it is kept --paused-retention seconds), its
+ * contexts kept.  *row is the updated row.  Errors as sbx_snapshot.
+ */
+int sbx_pause(struct sandboxes *reg, const char *team, const char *id, struct sandbox_row *row,
+	      struct sbx_err *err);
+
+/*
+ * sbx_resume - restore the paused sandbox id of team under the same id,
+ * with the TTL it had left.  *row is the updated row.  Errors: 404
+ * sandbox_not_found, 409 sandbox_not_paused, 429 too_many_sandboxes, 409
+ * snapshot_stale, 500/503 vm_start_failed, 503 host_full.
+ */
+int sbx_resume(struct sandboxes *reg, const char *team, const char *id, struct sandbox_row *row,
+	       struct sbx_err *err);
+
+/*
+ * sbx_expire_async - the TTL of sb ended: pause it when it was created with
+ * on_timeout "pause" (and stop it if that fails), else stop it
+ * (sbx_end_async).  Returns as sbx_end_async.
+ */
+int sbx_expire_async(struct sbx *sb);
+
+/*
+ * sandboxes_paused_expire - stop paused sandboxes kept past
+ * --paused-retention (status "stopped"); their snapshots go.  0 or -EIO.
+ */
+int sandboxes_paused_expire(struct sandboxes *reg);
 
 /* ---- for the monitor (monitor.c) --------------------------------------- */
 

@@ -52,7 +52,7 @@ static int64_t wall_ms(void)
 
 /* Serve the adopted sandbox's network under its stored policy; one that no
  * longer reads (a newer daemon wrote it) becomes "egress deny". */
-static void attach_net(struct daemon *d, const struct sandbox_row *row, struct vm *vm)
+struct net_policy *sbx__row_policy(const struct sandbox_row *row)
 {
 	json_t *j = json_loads(row->network_json ? row->network_json : "{}",
 			       JSON_REJECT_DUPLICATES, NULL);
@@ -68,6 +68,12 @@ static void attach_net(struct daemon *d, const struct sandbox_row *row, struct v
 		json_decref(deny);
 	}
 	json_decref(j);
+	return p;
+}
+
+static void attach_net(struct daemon *d, const struct sandbox_row *row, struct vm *vm)
+{
+	struct net_policy *p = sbx__row_policy(row);
 	int r = p ? net_attach(d->net, row->id, vm_listeners(vm), p) : -ENOMEM;
 	if (r < 0)
 		log_kv(LOG_WARN, "sandbox.network_attach_failed", "id=%s err=%d", row->id, r);
@@ -98,6 +104,7 @@ static void adopt_row(struct sandboxes *reg, const struct sandbox_row *row)
 		snprintf(sb->access_token, sizeof(sb->access_token), "%s", row->access_token);
 		sb->public_ports = row->public_ports;
 		attach_net(d, row, vm);
+		sbx__set_origin(sb, row->snapshot, row->on_timeout);
 		sb->vm = vm;
 		sb->state = SBX_RUNNING;
 		pthread_mutex_lock(&reg->lock);
@@ -163,17 +170,14 @@ static void sweep(struct sandboxes *reg)
 
 int sandboxes_adopt(struct sandboxes *reg)
 {
-	static const char *const live_states[] = {"running", "paused"};
-	for (size_t s = 0; s < 2; s++) {
-		struct sandbox_row *rows;
-		size_t n;
-		int r = store_sandbox_list(reg->d->store, NULL, live_states[s], &rows, &n);
-		if (r < 0)
-			return -EIO;
-		for (size_t i = 0; i < n; i++)
-			adopt_row(reg, &rows[i]);
-		sandbox_rows_free(rows, n);
-	}
+	/* Paused sandboxes have no QEMU: their snapshot is all there is. */
+	struct sandbox_row *rows;
+	size_t n;
+	if (store_sandbox_list(reg->d->store, NULL, "running", &rows, &n) < 0)
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		adopt_row(reg, &rows[i]);
+	sandbox_rows_free(rows, n);
 	sweep(reg);
 	sbx__wake(reg);
 	return 0;

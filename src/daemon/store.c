@@ -73,6 +73,32 @@ static const char *const migrations[] = {
 	 * made before it existed */
 	("ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT "
 	 "'{\"allow_out\":[],\"deny_out\":[],\"egress\":\"allow\"}';"),
+	/* 6: snapshots (docs/api.md, "Snapshots"): kind user (the API's),
+	 * fork and pause (the daemon's own, never listed); state pending while
+	 * a capture runs, deleted when the team deleted it but a sandbox or
+	 * another snapshot still needs its files.  A sandbox records the
+	 * snapshot its RAM and disk sit on, what it does when its TTL ends,
+	 * and, while paused, how much of its TTL was left. */
+	("CREATE TABLE snapshots ("
+	 "  id TEXT PRIMARY KEY,"
+	 "  team TEXT NOT NULL,"
+	 "  sandbox_id TEXT NOT NULL,"
+	 "  template TEXT NOT NULL,"
+	 "  parent TEXT NOT NULL DEFAULT '',"
+	 "  name TEXT NOT NULL DEFAULT '',"
+	 "  kind TEXT NOT NULL CHECK (kind IN ('user','fork','pause')),"
+	 "  state TEXT NOT NULL CHECK (state IN ('pending','ready','deleted')),"
+	 "  created_at INTEGER NOT NULL,"
+	 "  size_bytes INTEGER NOT NULL DEFAULT 0,"
+	 "  env TEXT NOT NULL DEFAULT '{}',"
+	 "  metadata TEXT NOT NULL DEFAULT '{}'"
+	 ");"
+	 "CREATE INDEX snapshots_team ON snapshots(team, created_at);"
+	 "CREATE INDEX snapshots_parent ON snapshots(parent);"
+	 "ALTER TABLE sandboxes ADD COLUMN snapshot TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE sandboxes ADD COLUMN on_timeout TEXT NOT NULL DEFAULT 'stop';"
+	 "ALTER TABLE sandboxes ADD COLUMN ttl_left INTEGER NOT NULL DEFAULT 0;"
+	 "CREATE INDEX sandboxes_snapshot ON sandboxes(snapshot);"),
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

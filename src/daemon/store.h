@@ -97,6 +97,9 @@ struct sandbox_row {
 	char access_token[STORE_TOKEN_MAX]; /* exposed ports' token; "" when none */
 	int public_ports;              /* 1: its ports answer without credentials */
 	char *network_json;            /* owned: the network policy object (net_policy.h) */
+	char snapshot[STORE_ID_MAX];   /* the snapshot its RAM and disk sit on; "" */
+	char on_timeout[STORE_STATUS_MAX]; /* "stop" or "pause" */
+	int64_t ttl_left_ms;           /* paused: TTL left when it was paused */
 };
 
 /* sandbox_row_clear - free the owned strings of r (not r itself). */
@@ -133,6 +136,22 @@ int store_sandbox_set_expiry(struct store *s, const char *id, int64_t expires_at
 /* store_sandbox_set_public_ports - set public_ports (0 or 1); -ENOENT. */
 int store_sandbox_set_public_ports(struct store *s, const char *id, int public_ports);
 
+/* store_sandbox_set_snapshot - set the snapshot a running sandbox's RAM
+ * and disk now sit on; -ENOENT. */
+int store_sandbox_set_snapshot(struct store *s, const char *id, const char *snapshot);
+
+/*
+ * store_sandbox_set_paused - a running sandbox became paused: status
+ * "paused", its snapshot, the TTL it had left, expires_at = when the
+ * paused retention ends.  -ENOENT.
+ */
+int store_sandbox_set_paused(struct store *s, const char *id, const char *snapshot,
+			     int64_t ttl_left_ms, int64_t expires_at_ms);
+
+/* store_sandbox_set_resumed - a paused sandbox runs again: status
+ * "running", expires_at; -ENOENT (also when it was not paused). */
+int store_sandbox_set_resumed(struct store *s, const char *id, int64_t expires_at_ms);
+
 /* store_sandbox_delete - remove row id; -ENOENT. */
 int store_sandbox_delete(struct store *s, const char *id);
 
@@ -142,6 +161,73 @@ int store_sandbox_purge_ended(struct store *s, int64_t before_ms, int *n);
 
 /* store_sandbox_count - rows with status into *n. */
 int store_sandbox_count(struct store *s, const char *status, int64_t *n);
+
+/* ---- snapshots -------------------------------------------------------------- */
+
+#define STORE_SNAP_NAME_MAX 129 /* a snapshot's name: 128 bytes + NUL */
+
+struct snapshot_row {
+	char id[STORE_ID_MAX];
+	char team[STORE_NAME_MAX];
+	char sandbox_id[STORE_ID_MAX];   /* the sandbox it was taken from */
+	char template_name[STORE_NAME_MAX];
+	char parent[STORE_ID_MAX];       /* the snapshot it sits on; "" */
+	char name[STORE_SNAP_NAME_MAX];  /* "" when none */
+	char kind[STORE_STATUS_MAX];     /* user, fork, pause */
+	char state[STORE_STATUS_MAX];    /* pending, ready, deleted */
+	int64_t created_at_ms;           /* wall clock */
+	int64_t size_bytes;
+	char *env_json;                  /* owned: the source's exec environment */
+	char *metadata_json;             /* owned: the source's metadata */
+};
+
+/* snapshot_row_clear / snapshot_rows_free - as for sandbox rows. */
+void snapshot_row_clear(struct snapshot_row *r);
+void snapshot_rows_free(struct snapshot_row *rows, size_t n);
+
+/* store_snapshot_insert - add a row; -EEXIST if the id exists. */
+int store_snapshot_insert(struct store *s, const struct snapshot_row *r);
+
+/* store_snapshot_get - row id (strings owned by the caller); -ENOENT. */
+int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *out);
+
+/*
+ * store_snapshot_list - rows of team (NULL: every team) of kind (NULL:
+ * any) in state (NULL: any), oldest first, at most STORE_LIST_MAX.
+ */
+int store_snapshot_list(struct store *s, const char *team, const char *kind, const char *state,
+			struct snapshot_row **rows, size_t *n);
+
+/* store_snapshot_set_ready - a capture finished: state ready, its size.
+ * -ENOENT. */
+int store_snapshot_set_ready(struct store *s, const char *id, int64_t size_bytes);
+
+/* store_snapshot_set_state - set state (ready or deleted); -ENOENT. */
+int store_snapshot_set_state(struct store *s, const char *id, const char *state);
+
+/* store_snapshot_set_parent - after a flatten: parent (""), size.  -ENOENT. */
+int store_snapshot_set_parent(struct store *s, const char *id, const char *parent,
+			      int64_t size_bytes);
+
+/* store_snapshot_delete - remove row id; -ENOENT. */
+int store_snapshot_delete(struct store *s, const char *id);
+
+/* store_snapshot_count - ready user snapshots of team into *n. */
+int store_snapshot_count(struct store *s, const char *team, int64_t *n);
+
+/*
+ * store_snapshot_paused_need - 1 in *needed when a paused sandbox's
+ * snapshot is id or sits on it (its chain of parents reaches id), else 0.
+ */
+int store_snapshot_paused_need(struct store *s, const char *id, int *needed);
+
+/*
+ * store_snapshot_garbage - ids (at most cap, STORE_ID_MAX bytes each, into
+ * ids) of ready or deleted snapshots nothing needs any more: deleted by the
+ * team or the daemon's own (fork, pause), no running or paused sandbox
+ * sits on them and no other snapshot has them as parent.  *n gets how many.
+ */
+int store_snapshot_garbage(struct store *s, char (*ids)[STORE_ID_MAX], size_t cap, size_t *n);
 
 /* ---- code contexts -------------------------------------------------------- */
 

@@ -10,7 +10,8 @@
 
 #define SBX_COLS                                                                   \
 	"id, team, template, status, reason, created_at, expires_at, ended_at, vcpus, " \
-	"memory_mib, metadata, env, access_token, public_ports, network"
+	"memory_mib, metadata, env, access_token, public_ports, network, snapshot, "     \
+	"on_timeout, ttl_left"
 
 /* JSON columns are written by the daemon from validated bodies; a cap still
  * guards against a foreign or corrupt database. */
@@ -52,6 +53,10 @@ static int read_row(sqlite3_stmt *st, void *row)
 	if (store__copy_text(st, 12, r->access_token, sizeof(r->access_token)) < 0)
 		return -EIO;
 	r->public_ports = sqlite3_column_int64(st, 13) != 0;
+	if (store__copy_text(st, 15, r->snapshot, sizeof(r->snapshot)) < 0 ||
+	    store__copy_text(st, 16, r->on_timeout, sizeof(r->on_timeout)) < 0)
+		return -EIO;
+	r->ttl_left_ms = sqlite3_column_int64(st, 17);
 	int e = store__dup_text(st, 10, JSON_COL_CAP, "{}", &r->metadata_json);
 	if (!e)
 		e = store__dup_text(st, 11, JSON_COL_CAP, "{}", &r->env_json);
@@ -72,7 +77,8 @@ int store_sandbox_insert(struct store *s, const struct sandbox_row *r)
 	int n = store__change(
 		s, "sandbox_insert",
 		"INSERT INTO sandboxes (" SBX_COLS ") "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+		"?18)",
 		STORE_ARGS(STORE_TEXT(r->id), STORE_TEXT(r->team), STORE_TEXT(r->template_name),
 			   STORE_TEXT(r->status), STORE_TEXT(r->reason),
 			   STORE_INT(r->created_at_ms), STORE_INT(r->expires_at_ms),
@@ -80,7 +86,9 @@ int store_sandbox_insert(struct store *s, const struct sandbox_row *r)
 			   STORE_TEXT(r->metadata_json ? r->metadata_json : "{}"),
 			   STORE_TEXT(r->env_json ? r->env_json : "{}"),
 			   STORE_TEXT(r->access_token), STORE_INT(r->public_ports),
-			   STORE_TEXT(r->network_json ? r->network_json : "{}")));
+			   STORE_TEXT(r->network_json ? r->network_json : "{}"),
+			   STORE_TEXT(r->snapshot), STORE_TEXT(r->on_timeout[0] ? r->on_timeout : "stop"),
+			   STORE_INT(r->ttl_left_ms)));
 	return n < 0 ? n : 0;
 }
 
@@ -134,6 +142,31 @@ int store_sandbox_set_public_ports(struct store *s, const char *id, int public_p
 	return store__change_one(s, "sandbox_set_public_ports",
 				 "UPDATE sandboxes SET public_ports = ?2 WHERE id = ?1",
 				 STORE_ARGS(STORE_TEXT(id), STORE_INT(public_ports ? 1 : 0)));
+}
+
+int store_sandbox_set_snapshot(struct store *s, const char *id, const char *snapshot)
+{
+	return store__change_one(s, "sandbox_set_snapshot",
+				 "UPDATE sandboxes SET snapshot = ?2 WHERE id = ?1",
+				 STORE_ARGS(STORE_TEXT(id), STORE_TEXT(snapshot)));
+}
+
+int store_sandbox_set_paused(struct store *s, const char *id, const char *snapshot,
+			     int64_t ttl_left_ms, int64_t expires_at_ms)
+{
+	return store__change_one(s, "sandbox_set_paused",
+				 "UPDATE sandboxes SET status = 'paused', reason = '', snapshot = ?2, "
+				 "ttl_left = ?3, expires_at = ?4 WHERE id = ?1",
+				 STORE_ARGS(STORE_TEXT(id), STORE_TEXT(snapshot),
+					    STORE_INT(ttl_left_ms), STORE_INT(expires_at_ms)));
+}
+
+int store_sandbox_set_resumed(struct store *s, const char *id, int64_t expires_at_ms)
+{
+	return store__change_one(s, "sandbox_set_resumed",
+				 "UPDATE sandboxes SET status = 'running', ttl_left = 0, "
+				 "expires_at = ?2 WHERE id = ?1 AND status = 'paused'",
+				 STORE_ARGS(STORE_TEXT(id), STORE_INT(expires_at_ms)));
 }
 
 int store_sandbox_delete(struct store *s, const char *id)

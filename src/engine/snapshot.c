@@ -43,7 +43,7 @@ int snap_write_json(const char *dir, const char *key, const char *parent_key,
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:s}", "format", SNAPSHOT_FORMAT, "key",
-			      key, "template", t->name, "template_key", t->key, "memory_mib",
+			      key, "template", t->name, "template_bake", t->bake_id, "memory_mib",
 			      (int)t->spec.memory_mib, "created_at", ts);
 	if (!o)
 		return -ENOMEM;
@@ -91,7 +91,7 @@ static int load_json(const char *dir, struct snapshot *s, char *err, size_t errl
 	if (!json_is_object(o) || !json_is_integer(fmt) || json_integer_value(fmt) != SNAPSHOT_FORMAT ||
 	    json_str(o, "key", s->key, sizeof(s->key)) < 0 || !key_ok(s->key) ||
 	    json_str(o, "template", s->template_name, sizeof(s->template_name)) < 0 ||
-	    json_str(o, "template_key", s->template_key, sizeof(s->template_key)) < 0 ||
+	    json_str(o, "template_bake", s->template_key, sizeof(s->template_key)) < 0 ||
 	    !json_is_integer(mib) || json_integer_value(mib) < 16 ||
 	    json_integer_value(mib) > QEMU_MAX_MEMORY_MIB ||
 	    (par && !json_is_null(par) &&
@@ -142,7 +142,7 @@ int snapshot_open(const char *dir, const struct template *t, const struct snapsh
 		r = -EINVAL;
 		goto fail;
 	}
-	if (strcmp(s->template_key, t->key) != 0 || s->ram_bytes != (uint64_t)t->spec.memory_mib << 20) {
+	if (strcmp(s->template_key, t->bake_id) != 0 || s->ram_bytes != (uint64_t)t->spec.memory_mib << 20) {
 		snprintf(err, errlen, "template %s was baked again since the snapshot was taken",
 			 t->name);
 		r = -ESTALE;
@@ -301,7 +301,7 @@ int vm_restore_snapshot(const struct template *t, const struct snapshot *s, cons
 {
 	int64_t t0 = util_now_ms(), deadline = t0 + timeout_ms;
 	err->msg[0] = '\0';
-	if (strcmp(s->template_key, t->key) != 0) {
+	if (strcmp(s->template_key, t->bake_id) != 0) {
 		snprintf(err->msg, sizeof(err->msg), "the snapshot is not of this template's bake");
 		return -ESTALE;
 	}

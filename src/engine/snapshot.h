@@ -78,6 +78,7 @@ struct snapshot_stats {
 /* Options of a capture. */
 struct snapshot_opts {
 	int sync;                /* 1: fsync memory, state and layer before returning */
+	int leave_paused;        /* 1: no cont: the VM stays paused (it is about to end) */
 };
 
 /*

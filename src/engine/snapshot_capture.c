@@ -15,6 +15,7 @@
  */
 #include "engine/snapshot_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -248,23 +249,53 @@ static void abandon(struct capture *c)
 	}
 }
 
+/*
+ * The host path of the VM's active overlay: the one overlay*.qcow2 of its
+ * jail folder that QEMU's name for the active node mentions (QEMU names a
+ * node added with options, as the next overlay is, "json:{...}", which
+ * holds the file's path).  0 or -ENOENT.
+ */
+static int find_old_overlay(const struct capture *c, char *out)
+{
+	char jail[PATH_MAX];
+	int r = vm_path(c->v, VM_JAIL_DIR, jail);
+	if (r < 0)
+		return r;
+	DIR *d = opendir(jail);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int found = 0;
+	const char *new_base = strrchr(c->new_host, '/') + 1;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, "overlay", 7) != 0 || n < 13 ||
+		    strcmp(de->d_name + n - 6, ".qcow2") != 0 || !strcmp(de->d_name, new_base))
+			continue;
+		char needle[NAME_MAX + 8];
+		snprintf(needle, sizeof(needle), "/%s", de->d_name);
+		if (!strstr(c->cur.file, needle))
+			continue;
+		if (found++ || host_view(c->v, de->d_name, out) < 0) {
+			found = 2;
+			break;
+		}
+	}
+	closedir(d);
+	return found == 1 ? 0 : -ENOENT;
+}
+
 /* After cont: the frozen overlay and the state move into the snapshot. */
 static int finish(struct capture *c, const struct snapshot_opts *opts, struct snapshot_stats *st,
 		  struct vm_err *err)
 {
-	char layer[PATH_MAX], old_host[PATH_MAX], state[PATH_MAX], jail_qemu[PATH_MAX];
+	char layer[PATH_MAX], old_host[PATH_MAX], state[PATH_MAX];
 	int r;
-	const char *slash = strrchr(c->cur.file, '/');
-	if ((r = qemu_view(c->v, "", jail_qemu)) < 0)
-		return r;
-	/* The old overlay must be a file of the jail folder (ours). */
-	if (!slash || strncmp(c->cur.file, jail_qemu, strlen(jail_qemu)) != 0 ||
-	    (size_t)(slash - c->cur.file) + 1 != strlen(jail_qemu)) {
+	if ((r = find_old_overlay(c, old_host)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "the VM's disk is not in its folder");
 		return -EIO;
 	}
-	if ((r = host_view(c->v, slash + 1, old_host)) < 0 ||
-	    (r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
+	if ((r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
 	    (r = engine_path_join(state, c->dir, "state")) < 0)
 		return r;
 	if (rename(old_host, layer) < 0 || rename(c->state_host, state) < 0) {
@@ -299,7 +330,7 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	struct snapshot_stats st_local, *st = stp ? stp : &st_local;
 	memset(st, 0, sizeof(*st));
 	err->msg[0] = '\0';
-	if (base && strcmp(base->template_key, t->key) != 0) {
+	if (base && strcmp(base->template_key, t->bake_id) != 0) {
 		snprintf(err->msg, sizeof(err->msg), "the VM's snapshot is not of this template");
 		return -EINVAL;
 	}
@@ -367,7 +398,10 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 		st->disk_us = tn - ts;
 		ts = tn;
 	}
-	if (r == 0) {
+	if (r == 0 && opts && opts->leave_paused) {
+		c.stopped = 0;
+		st->paused_us = util_now_us() - pause0;
+	} else if (r == 0) {
 		if ((r = qmp_call(v->qmp, "cont", NULL, QMP_STEP_MS, NULL)) < 0)
 			snprintf(err->msg, sizeof(err->msg), "cont: %s", qmp_last_error(v->qmp));
 		else

@@ -77,7 +77,7 @@ int snapshot_flatten(const struct snapshot *s, const struct template *t, char *e
 		     size_t errlen)
 {
 	err[0] = '\0';
-	if (strcmp(s->template_key, t->key) != 0) {
+	if (strcmp(s->template_key, t->bake_id) != 0) {
 		snprintf(err, errlen, "the snapshot is not of this template's bake");
 		return -ESTALE;
 	}

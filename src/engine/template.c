@@ -269,6 +269,24 @@ int template_read_key(const char *cache_dir, const char *name, char out[65])
 	return r;
 }
 
+/* SHA-256 hex of a file of at most cap bytes into out (65 bytes). */
+static int file_sha256(const char *path, size_t cap, char out[65])
+{
+	char *data = NULL;
+	size_t len = 0;
+	int r = util_read_file(path, cap, &data, &len);
+	if (r < 0)
+		return r;
+	unsigned char md[32];
+	unsigned mdlen = 0;
+	int ok = EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) && mdlen == 32;
+	free(data);
+	if (!ok)
+		return -EIO;
+	util_hex(md, 32, out);
+	return 0;
+}
+
 static int check_file(const char *path, off_t min_size, char *err, size_t errlen)
 {
 	struct stat st;
@@ -400,6 +418,11 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 		template_free(t);
 		return r;
 	}
+	if ((r = file_sha256(t->state, TEMPLATE_STATE_MAX, t->bake_id)) < 0) {
+		snprintf(err, errlen, "%s: %s", t->state, strerror(-r));
+		template_free(t);
+		return r == -EFBIG ? -EINVAL : r;
+	}
 	/* The layers below disk.qcow2, which a jailed QEMU must see too. */
 	if ((r = qcow2_backing_chain(t->disk, t->disk_chain)) < 0) {
 		snprintf(err, errlen, "%s: cannot read its backing chain: %s", t->disk, strerror(-r));
@@ -431,6 +454,11 @@ const char *template_name(const struct template *t)
 const char *template_dir(const struct template *t)
 {
 	return t->dir;
+}
+
+const char *template_bake_id(const struct template *t)
+{
+	return t->bake_id;
 }
 
 uint64_t template_disk_cap_bytes(const struct template *t)

@@ -46,6 +46,11 @@ void template_free(struct template *t);
 /* Accessors (borrowed strings, valid while t lives). */
 const char *template_name(const struct template *t);
 const char *template_dir(const struct template *t);
+/* The bake's identity (64 hex digits): SHA-256 of its state file, which
+ * differs between any two bakes, even of the same inputs.  Snapshots of a
+ * template's sandboxes are tied to it (their pages sit on that bake's
+ * RAM). */
+const char *template_bake_id(const struct template *t);
 unsigned template_memory_mib(const struct template *t);
 /* What one sandbox's disk overlay may grow to, bytes (template.json
  * "disk_cap_mib", default JAIL_DEFAULT_DISK_CAP_MIB). */

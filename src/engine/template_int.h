@@ -20,11 +20,14 @@
 #define TEMPLATE_FORMAT 1
 #define TEMPLATE_JSON_MAX (256u * 1024u)
 #define QEMU_VERSION_MAX 128
+/* The largest state file accepted (a few hundred KiB in practice). */
+#define TEMPLATE_STATE_MAX (16u * 1024u * 1024u)
 
 struct template {
 	char name[MANIFEST_NAME_MAX];
 	char dir[PATH_MAX];          /* <cache>/templates/<name> */
 	char key[65];
+	char bake_id[65];            /* SHA-256 of state: this bake (template_bake_id) */
 	char qemu_version[QEMU_VERSION_MAX];
 	struct machine_spec spec;    /* memory, vCPUs, accel, tb size */
 	struct strv machine_args;    /* as recorded (equal to the current ones) */

@@ -91,6 +91,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	json_t *tn = json_object_get(o, "template"), *sd = json_object_get(o, "spawn_dir");
 	json_t *st = json_object_get(o, "start_ticks"), *ac = json_object_get(o, "accel");
 	json_t *fm = json_object_get(o, "format"), *ui = json_object_get(o, "uid");
+	json_t *tb = json_object_get(o, "template_bake");
 	if (!json_is_object(o) || !json_is_string(tn) || !json_is_string(sd) ||
 	    !json_is_integer(fm) || json_integer_value(fm) != VM_JSON_FORMAT ||
 	    (ui && (!json_is_integer(ui) || json_integer_value(ui) < 0 ||
@@ -98,6 +99,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	    !json_is_integer(st) || !json_is_string(ac) ||
 	    json_string_length(tn) >= sizeof(v->template_name) ||
 	    json_string_length(sd) >= sizeof(v->spawn_dir) ||
+	    (tb && (!json_is_string(tb) || json_string_length(tb) >= sizeof(v->template_bake))) ||
 	    accel_parse(json_string_value(ac), &v->accel) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "its vm.json: missing or bad fields");
 		json_decref(o);
@@ -106,6 +108,7 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	}
 	snprintf(v->template_name, sizeof(v->template_name), "%s", json_string_value(tn));
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", json_string_value(sd));
+	snprintf(v->template_bake, sizeof(v->template_bake), "%s", tb ? json_string_value(tb) : "");
 	unsigned long long want_ticks = (unsigned long long)json_integer_value(st);
 	v->uid = ui ? (uid_t)json_integer_value(ui) : 0;
 	json_decref(o);
@@ -187,6 +190,11 @@ const char *vm_run_dir(const struct vm *v)
 const char *vm_template_name(const struct vm *v)
 {
 	return v->template_name;
+}
+
+const char *vm_template_bake(const struct vm *v)
+{
+	return v->template_bake;
 }
 
 int vm_exit_fd(const struct vm *v)

@@ -10,8 +10,8 @@
  *   root/        the jail's root is mounted here, in QEMU's mount namespace only
  *   qemu.pid     QEMU's pid (decimal)
  *   console.log  the guest's serial console (capped)
- *   vm.json      what adopt needs: template name, pid, accelerator, start
- *                time, uid
+ *   vm.json      what adopt needs: template name and bake, pid, accelerator,
+ *                start time, uid
  *   deadline     when the monitor ends QEMU if nobody did (vm_set_deadline)
  * QEMU runs detached (its own session): it outlives the process that
  * started it, and vm_adopt finds it again from the run directory.
@@ -91,6 +91,10 @@ const char *vm_run_dir(const struct vm *v);
 
 /* vm_template_name - the template it was created from (borrowed). */
 const char *vm_template_name(const struct vm *v);
+
+/* vm_template_bake - template_bake_id of the bake it was created from
+ * ("" for a VM adopted from a vm.json that did not record it). */
+const char *vm_template_bake(const struct vm *v);
 
 /*
  * vm_exit_fd - a pidfd for QEMU: becomes readable (POLLIN) when the process

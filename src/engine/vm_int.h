@@ -46,6 +46,7 @@ struct vm {
 	char run_dir[PATH_MAX];      /* where it lives now */
 	char spawn_dir[PATH_MAX];    /* where QEMU was started (a pool entry is renamed) */
 	char template_name[MANIFEST_NAME_MAX];
+	char template_bake[65];      /* template_bake_id of its template; "" if unknown */
 	enum accel_kind accel;
 	pid_t pid;
 	uid_t uid;                   /* the jail's uid, 0 when not jailed */

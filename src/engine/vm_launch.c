@@ -250,6 +250,7 @@ int vm_launch_from(const struct template *t, const struct vm_origin *o, const ch
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s", dir);
 	snprintf(v->spawn_dir, sizeof(v->spawn_dir), "%s", dir);
 	snprintf(v->template_name, sizeof(v->template_name), "%s", t->name);
+	snprintf(v->template_bake, sizeof(v->template_bake), "%s", t->bake_id);
 	v->accel = t->spec.accel;
 	int64_t ts = util_now_us(), tn;
 	if ((r = vm_path(v, VM_JAIL_DIR, jail_dir)) < 0 || (r = vm_path(v, VM_OVERLAY, overlay)) < 0 ||
@@ -360,6 +361,7 @@ int vm_write_json(struct vm *v)
 			      accel_name(v->accel), "created_at", ts, "uid", (json_int_t)v->uid);
 	if (!o)
 		return -ENOMEM;
+	json_object_set_new(o, "template_bake", json_string(v->template_bake));
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
 	if (!s)
