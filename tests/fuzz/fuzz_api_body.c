@@ -40,11 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *body = (const char *)data + 1;
 	size_t len = size - 1;
 	struct body_error err = {.code = API_ERR_COUNT}; /* no row: a parse must set it */
-	switch (data[0] % 9) {
+	switch (data[0] % 11) {
 	case 0: {
 		struct create_sandbox_body b;
 		if (body_parse_create_sandbox(body, len, &lim, &b, &err) == 0) {
-			check(body_check_name(b.template_name) == 0);
+			check(b.template_name || b.snapshot);
+			check(!b.template_name || body_check_name(b.template_name) == 0);
+			check(!b.snapshot || (strlen(b.snapshot) == 25 && !strncmp(b.snapshot, "snap_", 5)));
+			check(!b.on_timeout || !strcmp(b.on_timeout, "stop") ||
+			      !strcmp(b.on_timeout, "pause"));
 			check(b.ttl_seconds >= 0 && b.ttl_seconds <= lim.max_ttl_seconds);
 			check(json_is_object(b.env) && json_is_object(b.metadata));
 			check(b.network != NULL);
@@ -134,6 +138,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
 		}
+		break;
+	}
+	case 9: {
+		struct snapshot_body b;
+		if (body_parse_snapshot(body, len, &b, &err) == 0) {
+			check(!b.name || (b.name[0] && strlen(b.name) <= BODY_SNAPSHOT_NAME_MAX));
+			snapshot_body_clear(&b);
+		} else {
+			check(is_400(err.code) && utf8_valid(err.message, strlen(err.message)));
+		}
+		break;
+	}
+	case 10: {
+		struct fork_body b;
+		if (body_parse_fork(body, len, &lim, &b, &err) == 0)
+			check(b.count >= 1 && b.count <= BODY_FORK_MAX && b.ttl_seconds >= 0 &&
+			      b.ttl_seconds <= lim.max_ttl_seconds);
+		else
+			check(is_400(err.code));
 		break;
 	}
 	case 6: {

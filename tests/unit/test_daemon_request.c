@@ -100,6 +100,72 @@ static void create_rejects(void **state)
 			   "invalid_field");
 }
 
+static void create_from_snapshot_rejects(void **state)
+{
+	(void)state;
+	EXPECT_CREATE_FAIL("{\"snapshot\": \"snap_0123\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"snapshot\": \"sbx_0123456789abcdef0123\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"snapshot\": \"snap_0123456789ABCDEF0123\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"snapshot\": 7}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"template\": \"base\", \"on_timeout\": \"kill\"}", "invalid_field");
+	EXPECT_CREATE_FAIL("{\"on_timeout\": \"pause\"}", "missing_field");
+}
+
+/* A create from a snapshot: the template may go, on_timeout is checked. */
+static void create_from_snapshot(void **state)
+{
+	(void)state;
+	struct create_sandbox_body b;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_create_sandbox(
+				 S("{\"snapshot\": \"snap_0123456789abcdef0123\", \"on_timeout\": \"pause\"}"),
+				 &lim, &b, &e),
+			 0);
+	assert_string_equal(b.snapshot, "snap_0123456789abcdef0123");
+	assert_null(b.template_name);
+	assert_string_equal(b.on_timeout, "pause");
+	create_sandbox_body_clear(&b);
+	assert_int_equal(body_parse_create_sandbox(
+				 S("{\"template\": \"base\", \"on_timeout\": \"stop\"}"), &lim, &b, &e),
+			 0);
+	assert_null(b.snapshot);
+	assert_string_equal(b.on_timeout, "stop");
+	create_sandbox_body_clear(&b);
+}
+
+/* Snapshot and fork bodies: both may be empty; count is 1..16. */
+static void snapshot_and_fork_bodies(void **state)
+{
+	(void)state;
+	struct snapshot_body sb;
+	struct fork_body fb;
+	struct body_error e = {0};
+	assert_int_equal(body_parse_snapshot(NULL, 0, &sb, &e), 0);
+	assert_null(sb.name);
+	assert_int_equal(body_parse_snapshot(S("{\"name\": \"before the change\"}"), &sb, &e), 0);
+	assert_string_equal(sb.name, "before the change");
+	snapshot_body_clear(&sb);
+	assert_int_equal(body_parse_snapshot(S("{\"name\": \"\"}"), &sb, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
+	assert_int_equal(body_parse_snapshot(S("{\"name\": \"a\\nb\"}"), &sb, &e), -EINVAL);
+	assert_int_equal(body_parse_snapshot(S("{\"label\": \"x\"}"), &sb, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "unknown_field");
+
+	assert_int_equal(body_parse_fork(NULL, 0, &lim, &fb, &e), 0);
+	assert_int_equal(fb.count, 1);
+	assert_int_equal(fb.ttl_seconds, 0);
+	assert_int_equal(body_parse_fork(S("{\"count\": 16, \"ttl_seconds\": 60}"), &lim, &fb, &e), 0);
+	assert_int_equal(fb.count, 16);
+	assert_int_equal(fb.ttl_seconds, 60);
+	static const char *const bad[] = {"{\"count\": 0}", "{\"count\": 17}", "{\"count\": -1}",
+					  "{\"count\": 1.5}", "{\"count\": \"2\"}",
+					  "{\"ttl_seconds\": 0}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(body_parse_fork(bad[i], strlen(bad[i]), &lim, &fb, &e), -EINVAL);
+		assert_string_equal(api_errors_code(e.code), "invalid_field");
+	}
+}
+
 static void create_size_caps(void **state)
 {
 	(void)state;
@@ -750,6 +816,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(create_ok),         cmocka_unit_test(create_rejects),
+		cmocka_unit_test(create_from_snapshot), cmocka_unit_test(create_from_snapshot_rejects),
+		cmocka_unit_test(snapshot_and_fork_bodies),
 		cmocka_unit_test(create_size_caps),  cmocka_unit_test(exec_ok),
 		cmocka_unit_test(exec_rejects),      cmocka_unit_test(ttl_key_mkdir_build),
 		cmocka_unit_test(paths_and_queries),

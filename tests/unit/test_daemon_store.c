@@ -313,6 +313,109 @@ static void test_contexts_go_with_their_sandbox(void **state)
 	assert_int_equal(count(f->s, "sbx_b"), 0);
 }
 
+static struct snapshot_row snap(const char *id, const char *team, const char *parent,
+				const char *kind, const char *state, int64_t created)
+{
+	struct snapshot_row r = {0};
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	snprintf(r.team, sizeof(r.team), "%s", team);
+	snprintf(r.sandbox_id, sizeof(r.sandbox_id), "sbx_src");
+	snprintf(r.template_name, sizeof(r.template_name), "base");
+	snprintf(r.parent, sizeof(r.parent), "%s", parent);
+	snprintf(r.kind, sizeof(r.kind), "%s", kind);
+	snprintf(r.state, sizeof(r.state), "%s", state);
+	r.created_at_ms = created;
+	r.env_json = "{\"A\":\"1\"}";
+	return r;
+}
+
+static int is_garbage(struct store *s, const char *id)
+{
+	char ids[16][STORE_ID_MAX];
+	size_t n = 0;
+	assert_int_equal(store_snapshot_garbage(s, ids, 16, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return 1;
+	return 0;
+}
+
+/* Snapshot rows, and what keeps a snapshot's files: a visible user
+ * snapshot, a running or paused sandbox on it, a child; only a paused
+ * sandbox's chain blocks a delete. */
+static void test_snapshots(void **state)
+{
+	struct fixture *f = *state;
+	struct snapshot_row u1 = snap("snap_u1", "t1", "", "user", "ready", 10),
+			    fk = snap("snap_fk", "t1", "snap_u1", "fork", "ready", 20),
+			    pa = snap("snap_pa", "t1", "snap_fk", "pause", "pending", 30),
+			    u2 = snap("snap_u2", "t2", "", "user", "ready", 40);
+	assert_int_equal(store_snapshot_insert(f->s, &u1), 0);
+	assert_int_equal(store_snapshot_insert(f->s, &fk), 0);
+	assert_int_equal(store_snapshot_insert(f->s, &pa), 0);
+	assert_int_equal(store_snapshot_insert(f->s, &u2), 0);
+	assert_int_equal(store_snapshot_insert(f->s, &u2), -EEXIST);
+	struct snapshot_row r;
+	assert_int_equal(store_snapshot_get(f->s, "snap_fk", &r), 0);
+	assert_string_equal(r.parent, "snap_u1");
+	assert_string_equal(r.kind, "fork");
+	assert_string_equal(r.env_json, "{\"A\":\"1\"}");
+	assert_string_equal(r.metadata_json, "{}");
+	snapshot_row_clear(&r);
+	assert_int_equal(store_snapshot_set_ready(f->s, "snap_pa", 4096), 0);
+	assert_int_equal(store_snapshot_set_ready(f->s, "snap_none", 1), -ENOENT);
+
+	struct snapshot_row *rows;
+	size_t n;
+	assert_int_equal(store_snapshot_list(f->s, "t1", "user", "ready", &rows, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].id, "snap_u1");
+	snapshot_rows_free(rows, n);
+	int64_t count = -1;
+	assert_int_equal(store_snapshot_count(f->s, "t1", &count), 0);
+	assert_int_equal(count, 1);
+
+	/* No sandbox on the pause snapshot: it, then the fork's, are garbage
+	 * (the fork's only once its child is gone); a user snapshot is not. */
+	assert_true(is_garbage(f->s, "snap_pa"));
+	assert_false(is_garbage(f->s, "snap_fk"));
+	assert_false(is_garbage(f->s, "snap_u1"));
+	/* A paused sandbox on snap_pa keeps the chain and blocks deletes. */
+	struct sandbox_row b = sandbox("sbx_p", "t1", 5);
+	snprintf(b.snapshot, sizeof(b.snapshot), "snap_u1");
+	assert_int_equal(store_sandbox_insert(f->s, &b), 0);
+	assert_int_equal(store_sandbox_set_paused(f->s, "sbx_p", "snap_pa", 1234, 99), 0);
+	assert_int_equal(store_sandbox_get(f->s, "sbx_p", &b), 0);
+	assert_string_equal(b.status, "paused");
+	assert_string_equal(b.snapshot, "snap_pa");
+	assert_int_equal(b.ttl_left_ms, 1234);
+	assert_int_equal(b.expires_at_ms, 99);
+	sandbox_row_clear(&b);
+	assert_false(is_garbage(f->s, "snap_pa"));
+	int needed = -1;
+	assert_int_equal(store_snapshot_paused_need(f->s, "snap_u1", &needed), 0);
+	assert_int_equal(needed, 1);
+	assert_int_equal(store_snapshot_paused_need(f->s, "snap_u2", &needed), 0);
+	assert_int_equal(needed, 0);
+	/* Resumed: running keeps it too; stopped lets it go. */
+	assert_int_equal(store_sandbox_set_resumed(f->s, "sbx_p", 500), 0);
+	assert_int_equal(store_sandbox_set_resumed(f->s, "sbx_p", 500), -ENOENT);
+	assert_int_equal(store_snapshot_paused_need(f->s, "snap_u1", &needed), 0);
+	assert_int_equal(needed, 0);
+	assert_false(is_garbage(f->s, "snap_pa"));
+	assert_int_equal(store_sandbox_set_status(f->s, "sbx_p", "stopped", "x", 600), 0);
+	assert_true(is_garbage(f->s, "snap_pa"));
+	/* Deleted by the team, still needed by a child; a flatten frees it. */
+	assert_int_equal(store_snapshot_set_state(f->s, "snap_u1", "deleted"), 0);
+	assert_false(is_garbage(f->s, "snap_u1"));
+	assert_int_equal(store_snapshot_delete(f->s, "snap_pa"), 0);
+	assert_true(is_garbage(f->s, "snap_fk"));
+	assert_int_equal(store_snapshot_set_parent(f->s, "snap_fk", "", 77), 0);
+	assert_true(is_garbage(f->s, "snap_u1"));
+	assert_int_equal(store_snapshot_delete(f->s, "snap_u1"), 0);
+	assert_int_equal(store_snapshot_delete(f->s, "snap_u1"), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +424,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rows_that_do_not_fit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_insert_list_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_contexts_go_with_their_sandbox, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
