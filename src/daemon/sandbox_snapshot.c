@@ -123,6 +123,8 @@ static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct s
 	    (r = snaps_dir(d->snaps, row->id, dir)) < 0) {
 		snapshot_row_clear(row);
 		snaps_put(bs, t);
+		if (r == -ENOSPC)
+			return capture_err(err, r, sb, "the registry's disk is full");
 		return sbx__set_err(err, API_ERR_INTERNAL, "could not record the snapshot");
 	}
 	struct snapshot_opts opts = {.sync = strcmp(cr->kind, "fork") != 0,

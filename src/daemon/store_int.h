@@ -31,7 +31,7 @@ struct store {
 sqlite3_stmt *store__prepare(struct store *s, const char *sql, const char *where);
 
 /* store__fail - log SQLite's message for rc at where; returns -EIO, or
- * -EEXIST for a constraint violation. */
+ * -EEXIST for a constraint violation, -ENOMEM, -ENOSPC (the disk is full). */
 int store__fail(struct store *s, int rc, const char *where);
 
 /*

@@ -32,6 +32,8 @@ int store__fail(struct store *s, int rc, const char *where)
 		return -EEXIST;
 	if ((rc & 0xff) == SQLITE_NOMEM)
 		return -ENOMEM;
+	if ((rc & 0xff) == SQLITE_FULL)
+		return -ENOSPC;
 	return -EIO;
 }
 
