@@ -487,6 +487,36 @@ def test_exec_stream_error_event_and_delete(vm_daemon, template):
         d.request("DELETE", base)
 
 
+def test_snapshots_forks_pause_resume(vm_daemon, template):
+    d = vm_daemon
+    s = create_sandbox(d, template, ttl_seconds=900)
+    base, P = f"/v1/sandboxes/{s['id']}", "/v1/sandboxes/{id}"
+    made = [s["id"]]
+    try:
+        r = check(d.request("POST", f"{base}/snapshots", {"name": "openapi"}),
+                  "POST", P + "/snapshots", 201)
+        snap = r.json()["id"]
+        check(d.request("POST", f"{base}/snapshots", {"name": ""}), "POST", P + "/snapshots", 400)
+        check(d.request("GET", "/v1/snapshots"), "GET", "/v1/snapshots", 200)
+        check(d.request("GET", "/v1/snapshots?nope=1"), "GET", "/v1/snapshots", 400)
+        S = "/v1/snapshots/{id}"
+        check(d.request("GET", f"/v1/snapshots/{snap}"), "GET", S, 200)
+        check(d.request("GET", "/v1/snapshots/snap_00000000000000000000"), "GET", S, 404)
+        r = check(d.request("POST", f"{base}/fork", {"count": 1}), "POST", P + "/fork", 201)
+        made += [x["id"] for x in r.json()["sandboxes"]]
+        check(d.request("POST", f"{base}/fork", {"count": 0}), "POST", P + "/fork", 400)
+        check(d.request("POST", f"{base}/pause"), "POST", P + "/pause", 200)
+        check(d.request("POST", f"{base}/pause"), "POST", P + "/pause", 409)
+        check(d.request("DELETE", f"/v1/snapshots/{snap}"), "DELETE", S, 409)
+        check(d.request("POST", f"{base}/resume"), "POST", P + "/resume", 200)
+        check(d.request("POST", f"{base}/resume"), "POST", P + "/resume", 409)
+        check(d.request("DELETE", f"/v1/snapshots/{snap}"), "DELETE", S, 204)
+        check(d.request("DELETE", f"/v1/snapshots/{snap}"), "DELETE", S, 404)
+    finally:
+        for sid in made:
+            d.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
 # ---- every route was checked ------------------------------------------------------
 
 def test_exposed_ports(vm_daemon, sbx):

@@ -1,0 +1,283 @@
+"""Snapshots, forks, pause and resume on real VMs (docs/api.md, "Snapshots,
+forks, pause and resume"; docs/snapshots.md): a warmed code context forked
+four times, a chain of forks with its middle deleted, a pause that outlives
+a SIGKILLed daemon, and the refusals (stopped sandbox, bad counts, another
+team's snapshot, a snapshot a paused sandbox needs, a full host disk).
+"""
+import os
+import pathlib
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import Daemon, create_sandbox, exec_cmd, reap_vms, wait_for
+
+CI = "code-interpreter"
+
+
+@pytest.fixture(scope="module")
+def snap_daemon(template):
+    if template != CI:
+        pytest.skip("the snapshot tests need the code-interpreter template")
+    root = pathlib.Path(tempfile.mkdtemp(prefix="pandastackd-snap-"))
+    d = Daemon(root / "data", ["--pool-size", "0"]).start()
+    yield d
+    d.stop()
+    reap_vms(d.data_dir)
+    subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def new_context(d, sid):
+    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", {})
+    assert r.status == 201, r
+    return r.json()["id"]
+
+
+def run(d, sid, cid, code):
+    """The context's stdout for code; fails on an error."""
+    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code", {"code": code})
+    assert r.status == 200, r
+    ex = r.json()
+    assert ex["error"] is None, ex
+    return ex["stdout"]
+
+
+def fork(d, sid, count, **body):
+    r = d.request("POST", f"/v1/sandboxes/{sid}/fork", dict(body, count=count))
+    assert r.status == 201, r
+    out = r.json()["sandboxes"]
+    assert len(out) == count and all(s["status"] == "running" for s in out), out
+    return [s["id"] for s in out]
+
+
+def qemu_pids(data_dir, sid):
+    """The QEMU processes of sandbox sid (under data_dir)."""
+    pids = []
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"qemu-system" in cmd and f"{data_dir}/sandboxes/{sid}/".encode() in cmd:
+            pids.append(int(p.name))
+    return pids
+
+
+DRAW = ("import random, os, numpy as np\n"
+        "print(random.random(), os.urandom(16).hex(), np.random.random())\n")
+
+
+def test_fork_four_times_keeps_state_and_gets_new_entropy(snap_daemon):
+    d = snap_daemon
+    src = create_sandbox(d, CI, ttl_seconds=900)["id"]
+    cid = new_context(d, src)
+    assert run(d, src, cid, "import pandas as pd, numpy as np, os\n"
+                            "df = pd.DataFrame({'a': np.arange(1_000_000)})\n"
+                            "secret = 42\n"
+                            "open('/workspace/data.txt', 'w').write('from the source')\n"
+                            "print(len(df), os.getpid())\n").split()[0] == "1000000"
+    kernel_pid = run(d, src, cid, "print(os.getpid())").strip()
+    # A draw twice in one sandbox differs: the comparison below can see sameness.
+    assert run(d, src, cid, DRAW) != run(d, src, cid, DRAW)
+    forks = fork(d, src, 4)
+    assert src not in forks and len(set(forks)) == 4
+
+    draws = {src: run(d, src, cid, DRAW)}
+    for f in forks:
+        # The same kernel process, not a new one that imported again.
+        out = run(d, f, cid, "import sys\nprint(secret, len(df), os.getpid(), "
+                             "open('/workspace/data.txt').read())\n").split(None, 3)
+        assert out == ["42", "1000000", kernel_pid, "from the source\n"], out
+        draws[f] = run(d, f, cid, DRAW)
+    # random.random(), os.urandom and numpy: each sandbox its own.
+    for i in range(3):
+        values = [v.split()[i] for v in draws.values()]
+        assert len(set(values)) == len(values), (i, draws)
+
+    # Writes in one fork: seen there (the probe works), nowhere else.
+    run(d, forks[0], cid, "secret = 7\nopen('/workspace/data.txt', 'w').write('fork 0')\n")
+    exec_cmd(d, forks[0], "echo mine > /workspace/only0")
+    assert run(d, forks[0], cid, "print(secret, open('/workspace/data.txt').read())") == \
+        "7 fork 0\n"
+    for s in [src] + forks[1:]:
+        assert run(d, s, cid, "print(secret, open('/workspace/data.txt').read())") == \
+            "42 from the source\n", s
+        r = exec_cmd(d, s, "test -e /workspace/only0; echo $?")
+        assert r["stdout"] == "1\n", (s, r)
+    # Each fork has its own QEMU; the fork's capture is not listed as a snapshot.
+    for f in forks:
+        assert len(qemu_pids(d.data_dir, f)) == 1
+    assert d.request("GET", f"/v1/snapshots?sandbox_id={src}").json()["snapshots"] == []
+    for s in [src] + forks:
+        assert d.request("DELETE", f"/v1/sandboxes/{s}").status == 204
+
+
+def test_fork_of_fork_of_fork_survives_deleting_the_middle(snap_daemon):
+    d = snap_daemon
+    a = create_sandbox(d, CI, ttl_seconds=900)["id"]
+    cid = new_context(d, a)
+    run(d, a, cid, "chain = ['a']")
+    exec_cmd(d, a, "echo a > /workspace/chain")
+    lineage = [a]
+    for name in "bcd":
+        child = fork(d, lineage[-1], 1)[0]
+        run(d, child, cid, f"chain.append('{name}')")
+        exec_cmd(d, child, f"echo {name} >> /workspace/chain")
+        lineage.append(child)
+    a, b, c, dd = lineage
+    assert d.request("DELETE", f"/v1/sandboxes/{b}").status == 204
+    assert d.request("DELETE", f"/v1/sandboxes/{c}").status == 204
+    assert run(d, a, cid, "print(chain)") == "['a']\n"
+    assert run(d, dd, cid, "print(chain)") == "['a', 'b', 'c', 'd']\n"
+    assert exec_cmd(d, dd, "cat /workspace/chain")["stdout"] == "a\nb\nc\nd\n"
+    assert exec_cmd(d, a, "cat /workspace/chain")["stdout"] == "a\n"
+    # And the end of the chain forks again.
+    e = fork(d, dd, 1)[0]
+    assert run(d, e, cid, "print(len(chain))") == "4\n"
+    for s in (a, dd, e):
+        assert d.request("DELETE", f"/v1/sandboxes/{s}").status == 204
+
+
+def test_snapshot_create_from_it_and_refusals(snap_daemon):
+    d = snap_daemon
+    src = create_sandbox(d, CI, ttl_seconds=900, env={"WHO": "source"})["id"]
+    cid = new_context(d, src)
+    run(d, src, cid, "x = 'kept'")
+    r = d.request("POST", f"/v1/sandboxes/{src}/snapshots", {"name": "warm"})
+    assert r.status == 201, r
+    snap = r.json()
+    assert snap["id"].startswith("snap_") and snap["sandbox_id"] == src
+    assert snap["template"] == CI and snap["name"] == "warm" and snap["size_bytes"] > 0
+    assert d.request("GET", f"/v1/snapshots/{snap['id']}").json() == snap
+    assert [s["id"] for s in d.request("GET", "/v1/snapshots").json()["snapshots"]] == \
+        [snap["id"]]
+    # The source keeps running.
+    assert run(d, src, cid, "print(x)") == "kept\n"
+
+    r = d.request("POST", "/v1/sandboxes", {"snapshot": snap["id"], "ttl_seconds": 900})
+    assert r.status == 201, r
+    new = r.json()
+    assert new["template"] == CI
+    assert run(d, new["id"], cid, "print(x)") == "kept\n"
+    assert exec_cmd(d, new["id"], "echo $WHO")["stdout"] == "source\n"
+
+    # Another team sees nothing of it.
+    other = d.new_key("other-team")
+    r = d.request("POST", "/v1/sandboxes", {"snapshot": snap["id"]}, key=other)
+    assert r.status == 404 and r.error_code() == "snapshot_not_found", r
+    assert d.request("GET", f"/v1/snapshots/{snap['id']}", key=other).status == 404
+    assert d.request("DELETE", f"/v1/snapshots/{snap['id']}", key=other).status == 404
+    assert d.request("GET", "/v1/snapshots", key=other).json()["snapshots"] == []
+
+    # Counts out of range.
+    for n in (0, 17, "2"):
+        r = d.request("POST", f"/v1/sandboxes/{src}/fork", {"count": n})
+        assert r.status == 400 and r.error_code() == "invalid_field", (n, r)
+
+    # A paused sandbox needs the snapshot its disk and memory sit on.
+    r = d.request("POST", f"/v1/sandboxes/{src}/pause")
+    assert r.status == 200 and r.json()["status"] == "paused", r
+    r = d.request("DELETE", f"/v1/snapshots/{snap['id']}")
+    assert r.status == 409 and r.error_code() == "snapshot_in_use", r
+    r = d.request("POST", f"/v1/sandboxes/{src}/snapshots")
+    assert r.status == 409 and r.error_code() == "sandbox_not_running", r
+    r = d.request("POST", f"/v1/sandboxes/{new['id']}/resume")
+    assert r.status == 409 and r.error_code() == "sandbox_not_paused", r
+    r = d.request("POST", f"/v1/sandboxes/{src}/resume")
+    assert r.status == 200 and r.json()["status"] == "running", r
+    assert run(d, src, cid, "print(x)") == "kept\n"
+    assert d.request("DELETE", f"/v1/snapshots/{snap['id']}").status == 204
+    assert d.request("GET", f"/v1/snapshots/{snap['id']}").status == 404
+    # The sandboxes made from it keep working.
+    assert run(d, new["id"], cid, "print(x)") == "kept\n"
+    assert run(d, src, cid, "print(x)") == "kept\n"
+
+    # A stopped sandbox: nothing to capture.
+    short = create_sandbox(d, CI, ttl_seconds=1)["id"]
+    wait_for(lambda: d.request("GET", f"/v1/sandboxes/{short}").json()["status"] == "stopped",
+             30, what="the TTL")
+    for route in ("snapshots", "fork", "pause"):
+        r = d.request("POST", f"/v1/sandboxes/{short}/{route}")
+        assert r.status == 409 and r.error_code() == "sandbox_not_running", (route, r)
+    for s in (src, new["id"], short):
+        d.request("DELETE", f"/v1/sandboxes/{s}")
+
+
+def test_pause_survives_a_killed_daemon(daemon_factory, template):
+    if template != CI:
+        pytest.skip("needs the code-interpreter template")
+    d = daemon_factory("paused", ["--pool-size", "0"])
+    sid = create_sandbox(d, CI, ttl_seconds=900)["id"]
+    cid = new_context(d, sid)
+    run(d, sid, cid, "import numpy as np\nvalue = 'still here'\narr = np.arange(10)")
+    assert len(qemu_pids(d.data_dir, sid)) == 1
+    r = d.request("POST", f"/v1/sandboxes/{sid}/pause")
+    assert r.status == 200 and r.json()["status"] == "paused", r
+    wait_for(lambda: not qemu_pids(d.data_dir, sid), 10, what="QEMU to end")
+    d.stop(signal.SIGKILL)
+    d.start()
+    assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "paused"
+    r = d.request("POST", f"/v1/sandboxes/{sid}/resume")
+    assert r.status == 200 and r.json()["id"] == sid, r
+    assert run(d, sid, cid, "print(value, arr.sum())") == "still here 45\n"
+    assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+
+
+def fill(path, leave):
+    """Allocate path until its filesystem has about leave bytes free (and
+    less than leave + 1 MiB)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        size, chunk = 0, 1 << 30
+        while chunk >= 1 << 20:
+            try:
+                os.posix_fallocate(fd, size, chunk)
+                size += chunk
+            except OSError:
+                chunk //= 2
+        os.ftruncate(fd, max(size - leave, 0))
+    finally:
+        os.close(fd)
+
+
+def test_full_host_disk_fails_the_capture_and_the_sandbox_runs_on(daemon_factory, template,
+                                                                  tmp_root):
+    if template != CI:
+        pytest.skip("needs the code-interpreter template")
+    # A small filesystem of its own for the daemon's data (a create needs room
+    # for the template's disk cap, 2 GiB): an ext4 image on a loop device.
+    mnt, img = tmp_root / "small", tmp_root / "small.img"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "2600M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(img)], check=True)
+    if subprocess.run(["mount", "-o", "loop", str(img), str(mnt)]).returncode:
+        pytest.skip("cannot mount a loop device")
+    try:
+        d = Daemon(mnt / "data", ["--pool-size", "0", "--reserve-disk", "0"]).start()
+        try:
+            sid = create_sandbox(d, CI, ttl_seconds=900)["id"]
+            cid = new_context(d, sid)
+            run(d, sid, cid, "import numpy as np\nbig = np.ones(8 << 20)")  # 64 MiB changed
+            filler = mnt / "filler"
+            fill(filler, 4 << 20)  # room for the registry, not for the changed memory
+            r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
+            assert r.status == 507 and r.error_code() == "host_disk_full", r
+            assert "keeps running" in r.json()["error"]["message"]
+            assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
+            assert run(d, sid, cid, "print(big.sum())") == f"{float(8 << 20)}\n"
+            assert d.request("GET", "/v1/snapshots").json()["snapshots"] == []
+            # With room again, the same capture works (the refusal was the disk's).
+            filler.unlink()
+            r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
+            assert r.status == 201, r
+            d.request("DELETE", f"/v1/sandboxes/{sid}")
+        finally:
+            d.stop()
+            reap_vms(d.data_dir)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
