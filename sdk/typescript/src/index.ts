@@ -18,6 +18,8 @@ export type {
   SandboxRunCodeOptions,
   BackgroundExecOptions,
   PortUrlOptions,
+  ForkOptions,
+  SnapshotListOptions,
 } from "./sandbox.js";
 export { Command } from "./command.js";
 export type { CommandInfo, CommandOutput, CommandOutputOptions, CommandSignal } from "./command.js";
@@ -29,6 +31,7 @@ export type { WriteData, ReadOptions, FileCallOptions } from "./filesystem.js";
 export type {
   SandboxInfo,
   SandboxStatus,
+  SnapshotInfo,
   ExecResult,
   FileEntry,
   WriteInfo,

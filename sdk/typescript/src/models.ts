@@ -36,6 +36,23 @@ export interface SandboxInfo {
   access_token: string | null;
   /** The daemon's `--proxy-domain` (ports at `PORT-sbx-....DOMAIN`); only from a create or a get, else null. */
   proxy_domain: string | null;
+  /** `stop` (the default) or `pause`: what happens at `expires_at`. */
+  on_timeout: string;
+}
+
+/** A snapshot of a sandbox (docs/api.md, "Snapshot"). */
+export interface SnapshotInfo {
+  /** `snap_` + 20 hex digits: `Sandbox.create({ snapshot })` restores it. */
+  id: string;
+  /** The sandbox it was taken of. */
+  sandbox_id: string;
+  template: string;
+  created_at: string;
+  /** Bytes its own files take on the host. */
+  size_bytes: number;
+  name: string | null;
+  /** The team's snapshot it was taken on top of, or null. */
+  parent: string | null;
 }
 
 /** The result of `exec`, `execStream` and `Sandbox.runCode`. */
@@ -147,6 +164,21 @@ export function parseSandboxInfo(v: unknown): SandboxInfo {
     network: isObject(v.network) ? { ...v.network } : {},
     access_token: str(v.access_token, null),
     proxy_domain: str(v.proxy_domain, null),
+    on_timeout: str(v.on_timeout, "stop"),
+  };
+}
+
+/** Parses a snapshot object; throws an invalid_response PandaStackError without an id. */
+export function parseSnapshotInfo(v: unknown): SnapshotInfo {
+  if (!isObject(v) || typeof v.id !== "string" || v.id === "") invalidResponse("a snapshot without an id");
+  return {
+    id: v.id,
+    sandbox_id: str(v.sandbox_id, ""),
+    template: str(v.template, ""),
+    created_at: str(v.created_at, ""),
+    size_bytes: num(v.size_bytes, 0),
+    name: str(v.name, null),
+    parent: str(v.parent, null),
   };
 }
 

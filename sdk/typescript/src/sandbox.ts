@@ -22,9 +22,11 @@ import {
   type ExecResult,
   type SandboxInfo,
   type SandboxStatus,
+  type SnapshotInfo,
   isObject,
   parseExecResult,
   parseSandboxInfo,
+  parseSnapshotInfo,
   str,
 } from "./models.js";
 import { parseJsonEvent, readSse } from "./sse.js";
@@ -39,8 +41,12 @@ export const DEFAULT_TEMPLATE = "code-interpreter";
 
 /** Options of `Sandbox.create`. */
 export interface SandboxCreateOptions extends ConnectionOptions {
-  /** Template to restore. Default "code-interpreter". */
+  /** Template to restore. Default "code-interpreter" (none when `snapshot` is given). */
   template?: string;
+  /** A snapshot id (`snap_...`) to restore instead: its processes, code contexts, files and environment. */
+  snapshot?: string;
+  /** What the TTL does at expiry: "stop" (the default) or "pause". */
+  onTimeout?: "stop" | "pause";
   /** Seconds until the sandbox stops by itself. Default: the daemon's (300). */
   ttlSeconds?: number;
   /** Default environment of every exec in the sandbox. */
@@ -70,6 +76,20 @@ export interface SandboxListOptions extends ConnectionOptions {
   status?: SandboxStatus;
   /** Only sandboxes whose metadata has every one of these pairs. */
   metadata?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Options of `fork`. */
+export interface ForkOptions {
+  /** Seconds each fork lives. Default: the daemon's. */
+  ttlSeconds?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of `Sandbox.listSnapshots`. */
+export interface SnapshotListOptions extends ConnectionOptions {
+  /** Only the snapshots of this sandbox. */
+  sandboxId?: string;
   signal?: AbortSignal;
 }
 
@@ -232,7 +252,10 @@ export class Sandbox {
    */
   static async create(opts: SandboxCreateOptions = {}): Promise<Sandbox> {
     const http = new HttpClient(resolveConfig(opts));
-    const body: Record<string, unknown> = { template: opts.template ?? DEFAULT_TEMPLATE };
+    const body: Record<string, unknown> = {};
+    if (opts.template !== undefined || opts.snapshot === undefined) body.template = opts.template ?? DEFAULT_TEMPLATE;
+    if (opts.snapshot !== undefined) body.snapshot = opts.snapshot;
+    if (opts.onTimeout !== undefined) body.on_timeout = opts.onTimeout;
     if (opts.ttlSeconds !== undefined) body.ttl_seconds = opts.ttlSeconds;
     if (opts.env !== undefined) body.env = opts.env;
     if (opts.metadata !== undefined) body.metadata = opts.metadata;
@@ -295,6 +318,84 @@ export class Sandbox {
     });
     this.info = parseSandboxInfo(raw);
     return this.info;
+  }
+
+  /**
+   * Captures the sandbox (memory, processes, code contexts, files); it keeps
+   * running. `Sandbox.create({ snapshot: info.id })` makes sandboxes from it.
+   * Throws SandboxError (sandbox_not_running, host_disk_full, snapshot_failed).
+   */
+  async snapshot(opts: { name?: string; signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/snapshots`,
+      json: opts.name !== undefined ? { name: opts.name } : {},
+      timeoutMs: Math.max(this.http.config.requestTimeoutMs, CREATE_DEADLINE_MS),
+      signal: opts.signal,
+    });
+    return parseSnapshotInfo(raw);
+  }
+
+  /**
+   * `count` (1-16) new sandboxes from one capture of this one, each with its
+   * variables, files and processes and its own entropy. All or none.
+   */
+  async fork(count = 1, opts: ForkOptions = {}): Promise<Sandbox[]> {
+    if (!Number.isInteger(count)) throw new TypeError("count must be an integer (1 to 16)");
+    const body: Record<string, unknown> = { count };
+    if (opts.ttlSeconds !== undefined) body.ttl_seconds = opts.ttlSeconds;
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/fork`,
+      json: body,
+      timeoutMs: Math.max(this.http.config.requestTimeoutMs, CREATE_DEADLINE_MS),
+      signal: opts.signal,
+    });
+    const list = isObject(raw) && Array.isArray(raw.sandboxes) ? raw.sandboxes : [];
+    return list.map((s) => new Sandbox(this.http, parseSandboxInfo(s)));
+  }
+
+  /** Captures the sandbox and ends its VM; status "paused", TTL stopped. */
+  async pause(opts: { signal?: AbortSignal } = {}): Promise<SandboxInfo> {
+    return this.lifecycle("pause", opts.signal);
+  }
+
+  /** Restores a paused sandbox under the same id, with its code contexts. */
+  async resume(opts: { signal?: AbortSignal } = {}): Promise<SandboxInfo> {
+    return this.lifecycle("resume", opts.signal);
+  }
+
+  private async lifecycle(op: "pause" | "resume", signal?: AbortSignal): Promise<SandboxInfo> {
+    const raw = await this.http.json({
+      method: "POST",
+      path: `/v1/sandboxes/${seg(this.id)}/${op}`,
+      timeoutMs: Math.max(this.http.config.requestTimeoutMs, CREATE_DEADLINE_MS),
+      signal,
+    });
+    this.info = parseSandboxInfo(raw);
+    return this.info;
+  }
+
+  /** The team's snapshots, oldest first. */
+  static async listSnapshots(opts: SnapshotListOptions = {}): Promise<SnapshotInfo[]> {
+    const http = new HttpClient(resolveConfig(opts));
+    const query: Array<[string, string]> = [];
+    if (opts.sandboxId !== undefined) query.push(["sandbox_id", opts.sandboxId]);
+    const raw = await http.json({ method: "GET", path: "/v1/snapshots", query, signal: opts.signal });
+    const list = isObject(raw) && Array.isArray(raw.snapshots) ? raw.snapshots : [];
+    return list.map(parseSnapshotInfo);
+  }
+
+  /** Deletes a snapshot; one already gone is not an error. Throws SandboxError (snapshot_in_use). */
+  static async deleteSnapshot(snapshotId: string, opts: ConnectionOptions & { signal?: AbortSignal } = {}): Promise<void> {
+    if (typeof snapshotId !== "string" || snapshotId === "") throw new TypeError("snapshotId must be a non-empty string (snap_...)");
+    const http = new HttpClient(resolveConfig(opts));
+    try {
+      await http.empty({ method: "DELETE", path: `/v1/snapshots/${seg(snapshotId)}`, goneOnRetryOk: true, signal: opts.signal });
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
   }
 
   /** Stops the sandbox and deletes it. Killing a sandbox that is already gone is not an error. */

@@ -29,6 +29,7 @@ from .errors import (AuthenticationError, CommandFailed, ConnectionError,  # noq
 from .filesystem import Filesystem  # noqa: E402
 from .models import (CodeContextInfo, CommandInfo, CommandOutput, DirListing,  # noqa: E402
                      ExecResult, Execution, ExecutionError, FileEntry, Result, SandboxInfo,
+                     SnapshotInfo,
                      WriteInfo)
 from ._core import DEFAULT_API_URL  # noqa: E402
 from .sandbox import DEFAULT_TEMPLATE, Sandbox  # noqa: E402
@@ -52,6 +53,7 @@ __all__ = [
     "ExecutionError",
     "Result",
     "SandboxInfo",
+    "SnapshotInfo",
     "FileEntry",
     "WriteInfo",
     "DirListing",

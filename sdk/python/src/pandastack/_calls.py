@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequen
 from ._core import Body, Endpoint, Query, TimeoutArg, run_deadline
 from .errors import CommandFailed, PandaStackError
 from .models import (CodeContextInfo, CommandInfo, CommandOutput, DirListing, ExecResult,
-                     Execution, FileEntry, SandboxInfo, WriteInfo)
+                     Execution, FileEntry, SandboxInfo, SnapshotInfo, WriteInfo)
 
 T = TypeVar("T")
 
@@ -91,14 +91,24 @@ def _created_sandbox(doc: Any) -> SandboxInfo:
     return info
 
 
-def create_sandbox(ep: Endpoint, template: str, ttl_seconds: Optional[int],
+def create_sandbox(ep: Endpoint, template: Optional[str], ttl_seconds: Optional[int],
                    env: Optional[Mapping[str, str]],
                    metadata: Optional[Mapping[str, str]],
-                   network: Optional[Mapping[str, Any]] = None) -> Call[SandboxInfo]:
-    """POST /v1/sandboxes: restore ``template``."""
-    body: Dict[str, Any] = {"template": template}
+                   network: Optional[Mapping[str, Any]] = None, snapshot: Optional[str] = None,
+                   on_timeout: Optional[str] = None) -> Call[SandboxInfo]:
+    """POST /v1/sandboxes: restore ``template``, or ``snapshot`` (then
+    ``template`` may be None)."""
+    body: Dict[str, Any] = {}
+    if template is not None:
+        body["template"] = template
+    if snapshot is not None:
+        body["snapshot"] = snapshot
+    if not body:
+        raise ValueError("give a template or a snapshot")
     if network is not None:
         body["network"] = _network_object(network)
+    if on_timeout is not None:
+        body["on_timeout"] = on_timeout
     if ttl_seconds is not None:
         body["ttl_seconds"] = ttl_seconds
     if env is not None:
@@ -199,6 +209,73 @@ def _check_port(port: int) -> None:
 def kill_sandbox(path: str) -> Call[None]:
     """DELETE the sandbox; one already gone is not an error."""
     return Call("DELETE", path, _none, ok=(200, 204), gone_on_retry_ok=True, missing=None)
+
+
+# ---- snapshots, forks, pause and resume ------------------------------------------
+
+def snapshot_path(snapshot_id: str) -> str:
+    """The API path of a snapshot. Raises ValueError for an empty id."""
+    if not isinstance(snapshot_id, str) or not snapshot_id:
+        raise ValueError("snapshot_id must be a non-empty string (snap_...)")
+    return f"/v1/snapshots/{quote(snapshot_id)}"
+
+
+def take_snapshot(ep: Endpoint, path: str, name: Optional[str]) -> Call[SnapshotInfo]:
+    """POST .../snapshots: capture the sandbox at ``path``; it keeps running."""
+    body: Dict[str, Any] = {} if name is None else {"name": name}
+    return Call("POST", path + "/snapshots", SnapshotInfo.from_json, json_body=body,
+                timeout=ep.create_deadline(), ok=(200, 201))
+
+
+def _fork_list(doc: Any) -> List[SandboxInfo]:
+    out = _sandbox_list(doc)
+    if not out or any(not s.id for s in out):
+        raise PandaStackError("fork answered without sandboxes", "invalid_response")
+    return out
+
+
+def fork_sandbox(ep: Endpoint, path: str, count: int,
+                 ttl_seconds: Optional[int]) -> Call[List[SandboxInfo]]:
+    """POST .../fork: ``count`` (1-16) new sandboxes from one capture."""
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise TypeError("count must be an int (1 to 16)")
+    body: Dict[str, Any] = {"count": count}
+    if ttl_seconds is not None:
+        body["ttl_seconds"] = ttl_seconds
+    return Call("POST", path + "/fork", _fork_list, json_body=body,
+                timeout=ep.create_deadline(), ok=(200, 201))
+
+
+def pause_sandbox(ep: Endpoint, path: str) -> Call[SandboxInfo]:
+    """POST .../pause: capture, then end the VM; status ``paused``."""
+    return Call("POST", path + "/pause", SandboxInfo.from_json, timeout=ep.create_deadline())
+
+
+def resume_sandbox(ep: Endpoint, path: str) -> Call[SandboxInfo]:
+    """POST .../resume: restore a paused sandbox under its id."""
+    return Call("POST", path + "/resume", SandboxInfo.from_json, timeout=ep.create_deadline())
+
+
+def _snapshot_list(doc: Any) -> List[SnapshotInfo]:
+    items = doc.get("snapshots") if isinstance(doc, dict) else None
+    return [SnapshotInfo.from_json(s) for s in items] if isinstance(items, list) else []
+
+
+def list_snapshots(sandbox_id: Optional[str]) -> Call[List[SnapshotInfo]]:
+    """GET /v1/snapshots, only those of ``sandbox_id`` when given."""
+    query = [("sandbox_id", sandbox_id)] if sandbox_id is not None else []
+    return Call("GET", "/v1/snapshots", _snapshot_list, query=query)
+
+
+def get_snapshot(snapshot_id: str) -> Call[SnapshotInfo]:
+    """GET /v1/snapshots/{id}."""
+    return Call("GET", snapshot_path(snapshot_id), SnapshotInfo.from_json)
+
+
+def delete_snapshot(snapshot_id: str) -> Call[None]:
+    """DELETE /v1/snapshots/{id}; one already gone is not an error."""
+    return Call("DELETE", snapshot_path(snapshot_id), _none, ok=(200, 204),
+                gone_on_retry_ok=True, missing=None)
 
 
 # ---- commands ------------------------------------------------------------------

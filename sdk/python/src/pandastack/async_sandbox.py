@@ -22,7 +22,7 @@ from .async_code_context import AsyncCodeContext
 from .async_command import AsyncCommand
 from .async_filesystem import AsyncFilesystem
 from .errors import NotFoundError, PandaStackError
-from .models import CommandInfo, ExecResult, SandboxInfo
+from .models import CommandInfo, ExecResult, SandboxInfo, SnapshotInfo
 from .sandbox import DEFAULT_TEMPLATE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,16 +65,18 @@ class AsyncSandbox(SandboxHandle):
                      *, env: Optional[Mapping[str, str]] = None,
                      metadata: Optional[Mapping[str, str]] = None,
                      network: Optional[Mapping[str, Any]] = None,
+                     snapshot: Optional[str] = None, on_timeout: Optional[str] = None,
                      api_key: Optional[str] = None, api_url: Optional[str] = None,
                      request_timeout: Optional[float] = DEFAULT_TIMEOUT,
                      max_retries: int = DEFAULT_MAX_RETRIES,
                      ca_file: Optional[str] = None) -> "AsyncSandbox":
-        """Create a sandbox from a template, as :meth:`Sandbox.create` (the
-        same arguments, result and errors)."""
+        """Create a sandbox from a template or a snapshot, as
+        :meth:`Sandbox.create` (the same arguments, result and errors)."""
         t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
         try:
-            info = await t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata,
-                                                      network))
+            tpl = None if snapshot else template
+            info = await t.call(_calls.create_sandbox(t, tpl, ttl_seconds, env, metadata, network,
+                                                      snapshot, on_timeout))
         except BaseException:
             t.close()
             raise
@@ -131,6 +133,50 @@ class AsyncSandbox(SandboxHandle):
         :meth:`Sandbox.update_network`."""
         answer: Dict[str, Any] = await self._t.call(_calls.update_network(self._path, network))
         return answer
+
+    # ---- snapshots, forks, pause and resume ------------------------------------
+    async def snapshot(self, name: Optional[str] = None) -> SnapshotInfo:
+        """Capture the sandbox; it keeps running, as :meth:`Sandbox.snapshot`."""
+        return await self._t.call(_calls.take_snapshot(self._t, self._path, name))
+
+    async def fork(self, count: int = 1,
+                   ttl_seconds: Optional[int] = None) -> "List[AsyncSandbox]":
+        """``count`` new sandboxes from one capture, as :meth:`Sandbox.fork`
+        (they share this object's connection pool)."""
+        infos = await self._t.call(_calls.fork_sandbox(self._t, self._path, count,
+                                                       ttl_seconds))
+        return [AsyncSandbox(i, self._t) for i in infos]
+
+    async def pause(self) -> SandboxInfo:
+        """Capture the sandbox and end its VM, as :meth:`Sandbox.pause`."""
+        self.info = await self._t.call(_calls.pause_sandbox(self._t, self._path))
+        return self.info
+
+    async def resume(self) -> SandboxInfo:
+        """Restore the paused sandbox under its id, as :meth:`Sandbox.resume`."""
+        self.info = await self._t.call(_calls.resume_sandbox(self._t, self._path))
+        return self.info
+
+    @classmethod
+    async def list_snapshots(cls, sandbox_id: Optional[str] = None, *,
+                             api_key: Optional[str] = None, api_url: Optional[str] = None,
+                             request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                             max_retries: int = DEFAULT_MAX_RETRIES,
+                             ca_file: Optional[str] = None) -> List[SnapshotInfo]:
+        """The key's team's snapshots, as :meth:`Sandbox.list_snapshots`."""
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
+        return await _once(t, _calls.list_snapshots(sandbox_id))
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, *, api_key: Optional[str] = None,
+                              api_url: Optional[str] = None,
+                              request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                              max_retries: int = DEFAULT_MAX_RETRIES,
+                              ca_file: Optional[str] = None) -> None:
+        """Delete a snapshot, as :meth:`Sandbox.delete_snapshot`."""
+        call = _calls.delete_snapshot(snapshot_id)
+        t = AsyncTransport(api_key, api_url, request_timeout, max_retries, ca_file)
+        await _once(t, call)
 
     async def kill(self) -> None:
         """Stop the sandbox and delete it (one already gone is not an error),

@@ -302,6 +302,7 @@ class SandboxInfo:
     network: Dict[str, Any] = field(default_factory=dict)
     access_token: Optional[str] = None
     proxy_domain: Optional[str] = None
+    on_timeout: str = "stop"
 
     @classmethod
     def from_json(cls, d: Any) -> "SandboxInfo":
@@ -322,6 +323,46 @@ class SandboxInfo:
             network=dict(d["network"]) if isinstance(d.get("network"), dict) else {},
             access_token=_opt_str(d, "access_token"),
             proxy_domain=_opt_str(d, "proxy_domain"),
+            on_timeout=_str(d, "on_timeout", "stop"),
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """A snapshot of a sandbox (docs/api.md, "Snapshot"): its memory, CPU and
+    device state and its disk at one instant.
+
+    Attributes:
+        id: ``snap_`` + 20 hex digits; pass it to ``Sandbox.create(snapshot=...)``.
+        sandbox_id: the sandbox it was taken of.
+        template: that sandbox's template.
+        created_at: RFC 3339 UTC.
+        size_bytes: bytes its own files take on the host.
+        name: the name given at capture, or None.
+        parent: the team's snapshot it was taken on top of, or None.
+    """
+
+    id: str
+    sandbox_id: str = ""
+    template: str = ""
+    created_at: Optional[str] = None
+    size_bytes: int = 0
+    name: Optional[str] = None
+    parent: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> "SnapshotInfo":
+        """Build from an API snapshot object; never raises."""
+        if not isinstance(d, dict):
+            d = {}
+        return cls(
+            id=_str(d, "id"),
+            sandbox_id=_str(d, "sandbox_id"),
+            template=_str(d, "template"),
+            created_at=_opt_str(d, "created_at"),
+            size_bytes=_int(d, "size_bytes"),
+            name=_opt_str(d, "name"),
+            parent=_opt_str(d, "parent"),
         )
 
 

@@ -20,7 +20,7 @@ from .code_context import CodeContext
 from .command import Command
 from .errors import NotFoundError, PandaStackError
 from .filesystem import Filesystem
-from .models import CommandInfo, ExecResult, SandboxInfo
+from .models import CommandInfo, ExecResult, SandboxInfo, SnapshotInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     from types import TracebackType
@@ -56,6 +56,7 @@ class Sandbox(SandboxHandle):
                env: Optional[Mapping[str, str]] = None,
                metadata: Optional[Mapping[str, str]] = None,
                network: Optional[Mapping[str, Any]] = None,
+               snapshot: Optional[str] = None, on_timeout: Optional[str] = None,
                api_key: Optional[str] = None, api_url: Optional[str] = None,
                request_timeout: Optional[float] = DEFAULT_TIMEOUT,
                max_retries: int = DEFAULT_MAX_RETRIES,
@@ -64,7 +65,8 @@ class Sandbox(SandboxHandle):
 
         Args:
             template: template name, e.g. ``"code-interpreter"`` (default) or
-                ``"base"``.
+                ``"base"``; not sent with a snapshot (its template is the
+                snapshot's).
             ttl_seconds: lifetime in seconds, after which the sandbox is stopped;
                 None uses the daemon's default (300 s unless configured).
             env: default environment variables of every command.
@@ -73,6 +75,10 @@ class Sandbox(SandboxHandle):
                 as the API's ``network`` object: ``{"public_ports": True}``
                 serves its exposed ports without credentials; ``egress``,
                 ``allow_out``, ``deny_out`` set its outbound policy.
+            snapshot: a snapshot id (``snap_...``, see :meth:`snapshot`): the
+                new sandbox has its processes, code contexts, files and
+                environment, with a new id, clock and entropy.
+            on_timeout: ``"stop"`` (default) or ``"pause"``: what the TTL does.
             api_key: API key; default ``PANDASTACK_API_KEY``.
             api_url: API base URL; default ``PANDASTACK_API_URL``, then
                 ``http://127.0.0.1:8080``.
@@ -92,8 +98,9 @@ class Sandbox(SandboxHandle):
             TimeoutError.
         """
         t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
-        return cls(t.call(_calls.create_sandbox(t, template, ttl_seconds, env, metadata,
-                                                network)), t)
+        tpl = None if snapshot else template
+        return cls(t.call(_calls.create_sandbox(t, tpl, ttl_seconds, env, metadata, network,
+                                                snapshot, on_timeout)), t)
 
     @classmethod
     def connect(cls, sandbox_id: str, *, api_key: Optional[str] = None,
@@ -156,6 +163,58 @@ class Sandbox(SandboxHandle):
         settings now in force."""
         answer: Dict[str, Any] = self._t.call(_calls.update_network(self._path, network))
         return answer
+
+    # ---- snapshots, forks, pause and resume ------------------------------------
+    def snapshot(self, name: Optional[str] = None) -> SnapshotInfo:
+        """Capture the sandbox (memory, processes, code contexts, files); it
+        keeps running. Returns the SnapshotInfo; ``Sandbox.create(snapshot=
+        info.id)`` makes sandboxes from it. Raises SandboxError
+        (``sandbox_not_running``, ``host_disk_full``, ``snapshot_failed``),
+        RateLimitError (``too_many_snapshots``)."""
+        return self._t.call(_calls.take_snapshot(self._t, self._path, name))
+
+    def fork(self, count: int = 1, ttl_seconds: Optional[int] = None) -> "List[Sandbox]":
+        """``count`` (1-16) new sandboxes from one capture of this one, each
+        with its variables, files and processes, and its own entropy. All or
+        none: raises as :meth:`create` and :meth:`snapshot`."""
+        infos = self._t.call(_calls.fork_sandbox(self._t, self._path, count, ttl_seconds))
+        return [Sandbox(i, self._t) for i in infos]
+
+    def pause(self) -> SandboxInfo:
+        """Capture the sandbox and end its VM (its memory and CPU are
+        released, its TTL stops counting); status ``paused``. Returns the
+        SandboxInfo."""
+        self.info = self._t.call(_calls.pause_sandbox(self._t, self._path))
+        return self.info
+
+    def resume(self) -> SandboxInfo:
+        """Restore a paused sandbox under the same id, with its code contexts.
+        Raises SandboxError (``sandbox_not_paused``)."""
+        self.info = self._t.call(_calls.resume_sandbox(self._t, self._path))
+        return self.info
+
+    @classmethod
+    def list_snapshots(cls, sandbox_id: Optional[str] = None, *, api_key: Optional[str] = None,
+                       api_url: Optional[str] = None,
+                       request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                       max_retries: int = DEFAULT_MAX_RETRIES,
+                       ca_file: Optional[str] = None) -> List[SnapshotInfo]:
+        """The key's team's snapshots, oldest first (only those of
+        ``sandbox_id`` when given)."""
+        t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
+        return t.call(_calls.list_snapshots(sandbox_id))
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, *, api_key: Optional[str] = None,
+                        api_url: Optional[str] = None,
+                        request_timeout: Optional[float] = DEFAULT_TIMEOUT,
+                        max_retries: int = DEFAULT_MAX_RETRIES,
+                        ca_file: Optional[str] = None) -> None:
+        """Delete a snapshot (sandboxes made from it keep working). Raises
+        SandboxError (``snapshot_in_use``) when a paused sandbox needs it."""
+        call = _calls.delete_snapshot(snapshot_id)
+        t = Transport(api_key, api_url, request_timeout, max_retries, ca_file)
+        t.call(call)
 
     def kill(self) -> None:
         """Stop the sandbox and delete it. Killing a sandbox that is already
