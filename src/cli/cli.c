@@ -16,6 +16,7 @@ static const struct cli_group *const groups[] = {
 	&cli_group_fs,
 	&cli_group_keys,
 	&cli_group_templates,
+	&cli_group_snapshot,
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

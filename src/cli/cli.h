@@ -1,6 +1,6 @@
 /*
  * cli.h - the pandastack command-line client's structure: command groups
- * (sandbox, fs, keys, templates), each a table of commands with an
+ * (sandbox, fs, keys, templates, snapshot), each a table of commands with an
  * args_spec and a run function, dispatched by cli_main (cli.c); the shared
  * context the commands get; and the exit codes (docs/cli.md):
  *
@@ -56,6 +56,7 @@ extern const struct cli_group cli_group_sandbox;
 extern const struct cli_group cli_group_fs;
 extern const struct cli_group cli_group_keys;
 extern const struct cli_group cli_group_templates;
+extern const struct cli_group cli_group_snapshot;
 
 /*
  * cli_main - the whole program: parse argv (argc words, argv[0] the program

@@ -1,7 +1,8 @@
 /*
  * cmd_sandbox.c - `pandastack sandbox create|list|get|delete|set-ttl|url`,
  * and the group's table (exec and run-code are in cmd_sandbox_run.c, ps
- * and kill-command in cmd_sandbox_commands.c).
+ * and kill-command in cmd_sandbox_commands.c, snapshot, fork, pause and
+ * resume in cmd_snapshot.c).
  * Routes: docs/api.md, "POST/GET /v1/sandboxes", "GET/DELETE
  * /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/ttl", "Exposed ports".
  */
@@ -12,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_sandbox_commands.h"
 #include "cli/cmd_sandbox_run.h"
+#include "cli/cmd_snapshot.h"
 #include "cli/output.h"
 
 #define TTL_MAX 31536000 /* a year in seconds: the daemon's --max-ttl decides */
@@ -20,7 +22,9 @@
 /* ---- create ----------------------------------------------------------------- */
 
 static const struct arg_flag create_flags[] = {
-	{"template", ARG_VALUE, 1, "T", "template to restore, e.g. code-interpreter"},
+	{"template", ARG_VALUE, 0, "T", "template to restore, e.g. code-interpreter"},
+	{"snapshot", ARG_VALUE, 0, "SNAP", "snapshot to restore instead (sandbox snapshot prints one)"},
+	{"on-timeout", ARG_VALUE, 0, "A", "what the TTL does: stop (default) or pause"},
 	{"ttl", ARG_VALUE, 0, "S", "seconds until the sandbox is stopped (default: the server's)"},
 	{"env", ARG_REPEAT, 0, "K=V", "default environment variable of every exec"},
 	{"metadata", ARG_REPEAT, 0, "K=V", "metadata to attach (filter with list --metadata)"},
@@ -32,9 +36,9 @@ static const struct arg_flag create_flags[] = {
 
 static const struct args_spec create_spec = {
 	.path = "sandbox create",
-	.usage = "--template T [--ttl S] [--env K=V]... [--metadata K=V]... [--network JSON] "
-		 "[--public-ports]",
-	.summary = "Create a sandbox from a template and print its id.",
+	.usage = "--template T | --snapshot SNAP [--ttl S] [--on-timeout stop|pause] [--env K=V]... "
+		 "[--metadata K=V]... [--network JSON] [--public-ports]",
+	.summary = "Create a sandbox from a template or a snapshot and print its id.",
 	.details = "With --json the whole sandbox object is printed instead of the id.\n\n"
 		   "--network takes the API's network object (docs/network.md); --public-ports\n"
 		   "sets its public_ports to true.\n\n"
@@ -86,9 +90,17 @@ static int add_network(struct cli_ctx *ctx, const struct args_result *a, json_t 
 
 static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 {
-	json_t *body = json_pack("{s:s}", "template", args_value(a, "template"));
-	if (!body)
-		return cli_usage_error(ctx, "--template is not valid UTF-8");
+	const char *tpl = args_value(a, "template"), *snap = args_value(a, "snapshot");
+	const char *on_timeout = args_value(a, "on-timeout");
+	if (!tpl && !snap)
+		return cli_usage_error(ctx, "missing --template T (or --snapshot SNAP)");
+	json_t *body = json_object();
+	if (!body || (tpl && json_object_set_new(body, "template", json_string(tpl))) ||
+	    (snap && json_object_set_new(body, "snapshot", json_string(snap))) ||
+	    (on_timeout && json_object_set_new(body, "on_timeout", json_string(on_timeout)))) {
+		json_decref(body);
+		return cli_usage_error(ctx, "a flag's value is not valid UTF-8");
+	}
 	int code = CLI_EXIT_OK;
 	const char *ttl = args_value(a, "ttl");
 	if (ttl) {
@@ -376,6 +388,10 @@ static const struct cli_cmd sandbox_cmds[] = {
 	{"run-code", &cmd_run_code_spec, cmd_run_code_run},
 	{"ps", &cmd_ps_spec, cmd_ps_run},
 	{"kill-command", &cmd_kill_command_spec, cmd_kill_command_run},
+	{"snapshot", &cmd_snapshot_spec, cmd_snapshot_run},
+	{"fork", &cmd_fork_spec, cmd_fork_run},
+	{"pause", &cmd_pause_spec, cmd_pause_run},
+	{"resume", &cmd_resume_spec, cmd_resume_run},
 	{NULL, NULL, NULL},
 };
 

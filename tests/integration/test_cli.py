@@ -318,6 +318,62 @@ def test_delete(api, run):
     check_common_headers(req, False)
 
 
+# ---- snapshots, forks, pause and resume ------------------------------------------------
+
+SNAP = "snap_0123456789abcdef0123"
+SNAPSHOT = {"id": SNAP, "sandbox_id": SBX, "template": "code-interpreter",
+            "created_at": "2026-11-30T02:20:11.481Z", "size_bytes": 54788096, "name": "warm",
+            "parent": None}
+
+
+def test_snapshot_fork_pause_resume(api, run):
+    api.route("POST", f"/v1/sandboxes/{SBX}/snapshots", reply(201, SNAPSHOT))
+    r = run("sandbox", "snapshot", SBX, "--name", "warm")
+    assert (r.code, r.stdout) == (0, SNAP + "\n"), r
+    assert api.requests[-1].json() == {"name": "warm"}
+
+    forks = [dict(SANDBOX, id="sbx_" + c * 20) for c in "ab"]
+    api.route("POST", f"/v1/sandboxes/{SBX}/fork", reply(201, {"sandboxes": forks}))
+    r = run("sandbox", "fork", SBX, "--count", "2", "--ttl", "60")
+    assert (r.code, r.stdout) == (0, "sbx_" + "a" * 20 + "\nsbx_" + "b" * 20 + "\n"), r
+    assert api.requests[-1].json() == {"count": 2, "ttl_seconds": 60}
+    n = len(api.requests)
+    r = run("sandbox", "fork", SBX, "--count", "17")
+    assert r.code == 2 and "--count" in r.stderr and len(api.requests) == n, r
+
+    api.route("POST", f"/v1/sandboxes/{SBX}/pause", reply(200, dict(SANDBOX, status="paused")))
+    r = run("sandbox", "pause", SBX)
+    assert r.code == 0 and "status: paused" in r.stdout.splitlines(), r
+    api.route("POST", f"/v1/sandboxes/{SBX}/resume", reply(200, SANDBOX))
+    r = run("sandbox", "resume", SBX)
+    assert r.code == 0 and "status: running" in r.stdout.splitlines(), r
+    assert api.requests[-1].body == b""
+
+    api.route("POST", "/v1/sandboxes", reply(201, SANDBOX))
+    r = run("sandbox", "create", "--snapshot", SNAP, "--on-timeout", "pause")
+    assert (r.code, r.stdout) == (0, SBX + "\n"), r
+    assert api.requests[-1].json() == {"snapshot": SNAP, "on_timeout": "pause"}
+    r = run("sandbox", "create")
+    assert r.code == 2 and "--template" in r.stderr, r
+
+
+def test_snapshot_list_delete(api, run):
+    api.route("GET", "/v1/snapshots", reply(200, {"snapshots": [SNAPSHOT]}))
+    r = run("snapshot", "list", "--sandbox", SBX)
+    assert r.code == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["ID", "SANDBOX", "TEMPLATE", "NAME", "SIZE", "CREATED"]
+    assert lines[1].split()[:4] == [SNAP, SBX, "code-interpreter", "warm"]
+    assert api.requests[-1].query == {"sandbox_id": [SBX]}
+    api.route("DELETE", f"/v1/snapshots/{SNAP}",
+              reply(409, {"error": {"code": "snapshot_in_use", "message": "a paused sandbox"}}))
+    r = run("snapshot", "delete", SNAP)
+    assert r.code == 1 and "snapshot_in_use" in r.stderr, r
+    api.route("DELETE", f"/v1/snapshots/{SNAP}", reply(204))
+    r = run("snapshot", "delete", SNAP)
+    assert (r.code, r.out) == (0, b""), r
+
+
 # ---- exec and run-code --------------------------------------------------------------
 
 def exec_answer(stdout="", stderr="", exit_code=0, **more):
@@ -518,7 +574,9 @@ def test_base_url_with_prefix(api, run):
 # ---- help ------------------------------------------------------------------------------
 
 COMMANDS = {
-    "sandbox": ["create", "list", "get", "delete", "set-ttl", "exec", "run-code"],
+    "sandbox": ["create", "list", "get", "delete", "set-ttl", "exec", "run-code", "snapshot",
+                "fork", "pause", "resume"],
+    "snapshot": ["list", "delete"],
     "fs": ["upload", "download", "ls", "stat", "rm", "mkdir"],
     "keys": ["create", "list", "delete"],
     "templates": ["list", "build"],
