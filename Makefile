@@ -33,7 +33,7 @@
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
 #   bench-create bench-api bench-contexts bench-density bench-ports bench-network
-#   bench-cluster      figures (bench/)
+#   bench-cluster bench-fork   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -231,6 +231,12 @@ bench-density: $(BUILD)/pandastackd
 .PHONY: bench-ports
 bench-ports: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/ports.py
+
+# Snapshots, forks, pause and resume through the daemon (bench/fork.py), against
+# the template create of the same run.
+.PHONY: bench-fork
+bench-fork: $(BUILD)/pandastackd
+	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/fork.py
 
 # Code contexts through the daemon (bench/contexts.py): 1+1 in a warm context
 # (median of 200), first/second context create, create-sandbox-to-first-1+1,

@@ -71,13 +71,16 @@ class Client:
                     raise
 
 
-def start_daemon(cache, workdir, sandboxes):
+def start_daemon(cache, workdir, sandboxes, pool_size=2):
+    """build/pandastackd (or $PANDASTACKD) on workdir/data with the template
+    cache, a pool of pool_size, room for sandboxes per team; its log in
+    workdir/daemon.log.  Returns (process, url, admin key)."""
     data = workdir / "data"
     log = open(workdir / "daemon.log", "wb")
     proc = subprocess.Popen(
         [os.environ.get("PANDASTACKD", str(ROOT / "build" / "pandastackd")),
          "--listen", "127.0.0.1:0", "--data-dir", str(data),
-         "--cache", cache, "--pool-size", "2",
+         "--cache", cache, "--pool-size", str(pool_size),
          "--max-sandboxes-per-team", str(max(20, sandboxes))],
         stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.time() + 120
