@@ -47,10 +47,18 @@ struct chan_read {
  * Place the n bytes received on a channel: g is the END's object for it
  * ({"offset", "total", ...}, guest data).  While more bytes may follow
  * (the command runs, or the guest says it wrote more) a cut character at
- * the end is held back.
+ * the end is held back.  Returns 0, or -ERANGE when the guest says it wrote
+ * fewer bytes than the offset asked for (c->total gets its count): an
+ * answer then would make the reader skip what is written in between.
  */
-static void place(struct chan_read *c, json_t *g, const char *buf, size_t n, int running)
+static int place(struct chan_read *c, json_t *g, const char *buf, size_t n, int running)
 {
+	json_t *tot0 = json_object_get(g, "total");
+	if (json_is_integer(tot0) && json_integer_value(tot0) >= 0 &&
+	    (uint64_t)json_integer_value(tot0) < c->asked) {
+		c->total = (uint64_t)json_integer_value(tot0);
+		return -ERANGE;
+	}
 	json_t *off = json_object_get(g, "offset");
 	c->start = c->asked;
 	if (json_is_integer(off) && json_integer_value(off) >= 0 &&
@@ -67,6 +75,7 @@ static void place(struct chan_read *c, json_t *g, const char *buf, size_t n, int
 			   : next;
 	if (running || c->total > next)
 		c->len -= utf8_incomplete_tail(buf, n);
+	return 0;
 }
 
 static void add_chan(json_t *o, const char *name, const struct chan_read *c, const char *buf)
@@ -160,8 +169,23 @@ void api_commands_output(struct http_req *r)
 				 "the guest agent's answer to command output makes no sense");
 	} else {
 		int running = json_is_true(json_object_get(cmd, "running"));
-		place(&c[0], json_object_get(res.end, "stdout"), res.out, res.out_len, running);
-		place(&c[1], json_object_get(res.end, "stderr"), res.err, res.err_len, running);
+		static const char *const names[2] = {"stdout", "stderr"};
+		int past = -1;
+		if (place(&c[0], json_object_get(res.end, "stdout"), res.out, res.out_len, running) < 0)
+			past = 0;
+		else if (place(&c[1], json_object_get(res.end, "stderr"), res.err, res.err_len,
+			       running) < 0)
+			past = 1;
+		if (past >= 0) {
+			http_reply_error(r, API_ERR_INVALID_QUERY,
+					 "%s_offset %llu is past the %llu bytes written on %s so far",
+					 names[past], (unsigned long long)c[past].asked,
+					 (unsigned long long)c[past].total, names[past]);
+			json_decref(cmd);
+			guest_run_result_free(&res);
+			sbx_release(sb);
+			return;
+		}
 		json_t *o = json_object();
 		if (o) {
 			add_chan(o, "stdout", &c[0], res.out);

@@ -109,7 +109,9 @@ int api_command_reply_error(struct http_req *r, json_t *res)
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	if (!code)
 		return api_agent_error(r, res);
-	if (!strcmp(code, "ENOENT")) {
+	/* ENOENT names the command only on its own routes; at a start it is the
+	 * cwd that does not exist (api_agent_error: file_not_found). */
+	if (!strcmp(code, "ENOENT") && api_command_id_valid(r->params[1])) {
 		http_reply_error(r, API_ERR_COMMAND_NOT_FOUND, "no command '%.64s'", r->params[1]);
 		return 1;
 	}

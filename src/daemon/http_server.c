@@ -314,6 +314,7 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 		http_reply_error(r, API_ERR_NOT_FOUND, "no such route: the path holds a NUL byte (%%00)");
 		return;
 	}
+	memset(r->params, 0, sizeof(r->params)); /* a route's unused params read "" */
 	int claimed = claim_port(srv, r);
 	if (claimed < 0)
 		return;

@@ -52,7 +52,8 @@ enum net_refusal {
 	NET_REFUSAL_DENY_RULE,        /* a deny_out rule */
 	NET_REFUSAL_NOT_ALLOWED,      /* egress "deny" and no allow_out rule matched */
 	NET_REFUSAL_NO_ADDRESS,       /* an allowed name has no reachable address */
-	NET_REFUSAL_AMBIGUOUS,        /* the connection names two hosts */
+	NET_REFUSAL_AMBIGUOUS,        /* the connection names two hosts, or its
+				       * name does not come within the sniff */
 	NET_REFUSAL_LIMIT,            /* a connection or query cap */
 	NET_REFUSAL_POLICY_CHANGED,   /* open, then closed by a new policy */
 	NET_REFUSAL_COUNT

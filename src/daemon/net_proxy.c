@@ -240,8 +240,11 @@ static int late_check(struct net_pconn *c)
 	case NET_SNIFF_MORE:
 		if (!c->g_eof && c->up.off + c->up.len < PBUF)
 			return 0;
-		c->late = 0; /* as the first sniff: no name */
-		return 0;
+		/* its name never fits, or the stream ended before it: as in
+		 * sniff(), refused rather than passed unnamed */
+		c->http = looks_http(&c->up);
+		refuse(c, NET_REFUSAL_AMBIGUOUS);
+		return -1;
 	case NET_SNIFF_NONE:
 		c->late = 0;
 		return 0;
@@ -461,6 +464,14 @@ static void sniff(struct net_pconn *c, int deadline)
 	case NET_SNIFF_MORE:
 		if (!deadline && !c->g_eof && c->up.len < PBUF) {
 			update(c);
+			return;
+		}
+		if (c->g_eof || c->up.len >= PBUF) {
+			/* a TLS or HTTP start whose name is past what is read
+			 * (a 16 KiB header block before Host) or cut by the end
+			 * of the stream: passing it unnamed would let the name
+			 * that follows escape a domain rule */
+			refuse(c, NET_REFUSAL_AMBIGUOUS);
 			return;
 		}
 		c->name[0] = '\0';

@@ -113,8 +113,10 @@ static enum net_sniff tls(const uint8_t *buf, size_t len, char name[NET_NAME_MAX
 			return sni_entry(hs + c.at, el, name);
 		c.at += el;
 	}
-	/* Ran out: more may come, unless the whole hello is here. */
-	return whole || have == sizeof(hs) ? NET_SNIFF_NONE : NET_SNIFF_MORE;
+	/* Ran out: more may come, unless the whole hello is here.  A hello
+	 * past the cap stays MORE: its name may be in what is not read, and the
+	 * caller refuses it (net_sniff.h). */
+	return whole ? NET_SNIFF_NONE : NET_SNIFF_MORE;
 }
 
 /* ---- HTTP/1 --------------------------------------------------------------- */
@@ -155,8 +157,8 @@ static enum net_sniff http(const uint8_t *buf, size_t len, char name[NET_NAME_MA
 	const char *s = (const char *)buf;
 	/* The head ends at the first empty line. */
 	const char *end = memmem(s, len, "\r\n\r\n", 4);
-	if (!end)
-		return len >= NET_SNIFF_MAX ? NET_SNIFF_NONE : NET_SNIFF_MORE;
+	if (!end) /* even past the cap: its Host may be in what is not read */
+		return NET_SNIFF_MORE;
 	size_t head = (size_t)(end - s) + 2; /* through the last header's CRLF */
 	const char *eol = memmem(s, head, "\r\n", 2);
 	size_t ml = method_len(buf, head);

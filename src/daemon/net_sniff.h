@@ -33,8 +33,10 @@ enum net_sniff {
 /*
  * net_sniff - look at the first len bytes of a connection.  On
  * NET_SNIFF_NAME, name (NET_NAME_MAX + 1 bytes) holds it.  A caller that
- * gets NET_SNIFF_MORE with NET_SNIFF_MAX bytes, at end of stream or at its
- * deadline treats it as NET_SNIFF_NONE.
+ * gets NET_SNIFF_MORE with NET_SNIFF_MAX bytes or more, or at end of
+ * stream, refuses the connection (its name may be in bytes not yet read: a
+ * 16 KiB header block before Host); at its deadline it may decide without
+ * a name and check the bytes that come later.
  */
 enum net_sniff net_sniff(const uint8_t *buf, size_t len, char name[NET_NAME_MAX + 1]);
 

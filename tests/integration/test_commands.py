@@ -121,6 +121,11 @@ def test_output_by_offset_and_exit_code(d, sid):
     assert again["stdout"] == out and again["stdout_total"] == len(out)
     tail = output(d, sid, c["id"], stdout_offset=len(out), stderr_offset=len(err))
     assert tail["stdout"] == "" and tail["stderr"] == ""
+    # past the end: refused with the real count, never a total of the offset
+    r = d.request("GET", f"/v1/sandboxes/{sid}/commands/{c['id']}/output"
+                         f"?stdout_offset={len(out) + 1000}")
+    assert r.status == 400 and r.json()["error"]["code"] == "invalid_query", r
+    assert f"past the {len(out)} bytes" in r.json()["error"]["message"], r
     # max_bytes cuts a read; the next offset continues it
     part = output(d, sid, c["id"], max_bytes=4)
     assert part["stdout"] == "line" and part["next_stdout_offset"] == 4
@@ -172,6 +177,15 @@ def test_errors(d, sid):
     assert r.status == 400 and r.json()["error"]["code"] == "invalid_field", r
     r = d.request("POST", f"/v1/sandboxes/{sid}/exec_stream", {"cmd": "true", "background": True})
     assert r.status == 400 and r.json()["error"]["code"] == "invalid_field", r
+    # a missing cwd is the foreground exec's file_not_found, never a command's
+    # 404 naming bytes the request did not hold
+    for cwd in ("/nope", "/root/../nope/x"):
+        fg = d.request("POST", f"/v1/sandboxes/{sid}/exec", {"cmd": "true", "cwd": cwd})
+        bg = d.request("POST", f"/v1/sandboxes/{sid}/exec",
+                       {"cmd": "true", "cwd": cwd, "background": True})
+        assert fg.status == 404 and fg.json()["error"]["code"] == "file_not_found", fg
+        assert bg.status == 404 and bg.json()["error"]["code"] == "file_not_found", bg
+        assert cwd in bg.json()["error"]["message"], bg
     c = start(d, sid, "sleep 30")
     r = d.request("POST", f"{base}/{c['id']}/kill", {"signal": "SIGSTOP"})
     assert r.status == 400 and r.json()["error"]["code"] == "invalid_field", r

@@ -256,6 +256,27 @@ def test_always_denied_targets_stay_unreachable(nd, net, box):
         assert net.count(label) == counts[label], (label, net.log(label)[-3:])
 
 
+def test_name_past_the_sniff_refused(nd, net, box):
+    """A Host header behind 16 KiB of other headers must not slip past a
+    deny_out rule by arriving after the proxy stopped reading for a name."""
+    sb, g = box
+    put_net(nd, sb["id"], {"egress": "allow", "deny_out": ["bad.test"]})
+    try:
+        def head(pad, host):
+            return f"GET / HTTP/1.1\r\nX-Pad: {'a' * pad}\r\nHost: {host}\r\n\r\n"
+        web = requests(net, "web")
+        r = g.many(["tcp", WEB_IP, 80, "--send", head(100, "good.test")],   # control: served
+                   ["tcp", WEB_IP, 80, "--send", head(100, "bad.test")],    # control: refused
+                   ["tcp", WEB_IP, 80, "--send", head(16500, "bad.test")],
+                   ["tcp", WEB_IP, 80, "--send", head(17000, "bad.test")])
+        assert "fakenet web good.test" in (r[0].get("data") or ""), r[0]
+        for i, x in enumerate(r[1:], 1):
+            assert refused(x), (i, x.get("data", "")[:60], x.get("error"))
+        assert requests(net, "web") == web + 1
+    finally:
+        put_net(nd, sb["id"], DEFAULT)
+
+
 def test_domain_allowlist(nd, net, box):
     sb, g = box
     p = put_net(nd, sb["id"], {"egress": "deny", "allow_out": ["Allowed.test"]})

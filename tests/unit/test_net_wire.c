@@ -209,12 +209,13 @@ static void http_host(void **state)
 		if (r != cases[i].want || (r == NET_SNIFF_NAME && strcmp(name, cases[i].name)))
 			fail_msg("case %zu: %d '%s'", i, r, name);
 	}
-	/* A head that never ends: given up on at the cap. */
+	/* A head that never ends: still MORE past the cap, which the proxy
+	 * refuses (a Host may follow what it read). */
 	static char big[NET_SNIFF_MAX + 10];
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
 	char name[NET_NAME_MAX + 1];
-	assert_int_equal(sniff(big, sizeof(big), name), NET_SNIFF_NONE);
+	assert_int_equal(sniff(big, sizeof(big), name), NET_SNIFF_MORE);
 	assert_int_equal(sniff(big, 4000, name), NET_SNIFF_MORE);
 	assert_int_equal(sniff("", 0, name), NET_SNIFF_MORE);
 }
