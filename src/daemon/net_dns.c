@@ -343,7 +343,7 @@ static void dconn_read(struct net_dconn *c)
 	while (c->w.fd >= 0 && c->n_in >= 2 && dconn_can_take(c)) {
 		size_t len = ((size_t)c->in[0] << 8) | c->in[1];
 		if (len < 12 || len > NET_DNS_MSG_MAX) {
-			dconn_close(c); /* not DNS, or a query no stub sends */
+			dconn_close(c); /* not DNS, or a query no stub resolver sends */
 			return;
 		}
 		if (c->n_in < 2 + len)

@@ -557,7 +557,6 @@ static void end_request_failed(struct sbx *sb)
 
 int sbx_end_async(struct sbx *sb, const char *status, const char *reason)
 {
-	struct sandboxes *reg = sb->reg;
 	pthread_mutex_lock(&sb->lock);
 	int first = !sb->end_requested && sb->state == SBX_RUNNING;
 	sb->end_requested = 1;
@@ -575,24 +574,34 @@ int sbx_end_async(struct sbx *sb, const char *status, const char *reason)
 		snprintf(job->reason, sizeof(job->reason), "%s", reason);
 		job->has_reason = 1;
 	}
+	/* the job's reference is dropped by end_thread */
+	int e = sbx__start_ending(sb, end_thread, job);
+	if (e == 0)
+		return 1;
+	free(job);
+	end_request_failed(sb);
+	return e;
+}
+
+int sbx__start_ending(struct sbx *sb, void *(*fn)(void *), void *arg)
+{
+	struct sandboxes *reg = sb->reg;
 	pthread_mutex_lock(&reg->lock);
-	sb->refs++; /* the job's, dropped by end_thread */
+	sb->refs++;
 	reg->ending++;
 	pthread_mutex_unlock(&reg->lock);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t th;
-	int e = pthread_create(&th, &attr, end_thread, job);
+	int e = pthread_create(&th, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	if (e == 0)
-		return 1;
-	free(job);
-	end_request_failed(sb);
+		return 0;
 	pthread_mutex_lock(&reg->lock);
 	reg->ending--;
 	pthread_mutex_unlock(&reg->lock);
-	sbx_release(sb); /* the job's reference; the caller still holds its own */
+	sbx_release(sb); /* the thread's reference; the caller still holds its own */
 	return -e;
 }
 

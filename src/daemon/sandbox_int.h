@@ -118,6 +118,14 @@ struct net_policy *sbx__row_policy(const struct sandbox_row *row);
  * id (why: its message).  Returns -EINVAL. */
 int sbx__snapshot_err(struct sbx_err *err, int r, const char *id, const char *why);
 
+/*
+ * sbx__start_ending - run fn(arg) on a detached thread that ends sb: takes
+ * a reference to sb and counts the thread in reg->ending (sandboxes_free
+ * waits for it); fn drops both when done.  Returns 0, or -errno with both
+ * given back (the caller's own reference is untouched).  Any thread.
+ */
+int sbx__start_ending(struct sbx *sb, void *(*fn)(void *), void *arg);
+
 /* sbx__set_err - fill err; returns -EINVAL. */
 int sbx__set_err(struct sbx_err *err, enum api_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -467,7 +467,6 @@ static void *expire_thread(void *arg)
 
 int sbx_expire_async(struct sbx *sb)
 {
-	struct sandboxes *reg = sb->reg;
 	pthread_mutex_lock(&sb->lock);
 	int pause = sb->on_timeout_pause;
 	int first = pause && !sb->end_requested && sb->state == SBX_RUNNING;
@@ -478,26 +477,13 @@ int sbx_expire_async(struct sbx *sb)
 		return sbx_end_async(sb, "stopped", "ttl expired");
 	if (!first)
 		return 0;
-	pthread_mutex_lock(&reg->lock);
-	sb->refs++; /* the thread's */
-	reg->ending++;
-	pthread_mutex_unlock(&reg->lock);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, expire_thread, sb);
-	pthread_attr_destroy(&attr);
+	int e = sbx__start_ending(sb, expire_thread, sb);
 	if (e == 0)
 		return 1;
-	pthread_mutex_lock(&reg->lock);
-	reg->ending--;
-	pthread_mutex_unlock(&reg->lock);
-	sbx_release(sb);
 	pthread_mutex_lock(&sb->lock);
 	sb->end_requested = 0;
 	pthread_mutex_unlock(&sb->lock);
-	return -e;
+	return e;
 }
 
 int sandboxes_paused_expire(struct sandboxes *reg)
