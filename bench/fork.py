@@ -13,10 +13,13 @@ template creates and creates from a snapshot both start a QEMU):
     source's code context of the fork), p50/p99 over --forks forks of the
     50 MiB sandbox, one at a time;
   - 10 creates from one snapshot (later ones map a merged RAM image);
-  - pause and resume of the 50 MiB sandbox, and the context's answer after.
+  - pause and resume of the 50 MiB sandbox, and the context's answer after;
+  - where the time goes: the phases of the 50 MiB capture and the medians
+    of the forks' restore phases, from the daemon's debug log.
 
   python3 bench/fork.py [--template code-interpreter] [--forks 10]
                         [--creates 10] [--changed-mib 50] [--json]
+                        [--log FILE (keep the daemon's log)]
 """
 import argparse
 import json
@@ -54,6 +57,24 @@ def captures(log_path, since):
     return out
 
 
+def events(log_path, since, until, name):
+    """The key=value fields of the daemon's name events logged between
+    byte offsets since and until."""
+    text = log_path.read_bytes()[since:until].decode(errors="replace")
+    return [dict(re.findall(r"(\w+)=(\S+)", line)) for line in text.splitlines()
+            if f"event={name} " in line]
+
+
+def phase_medians(evs):
+    """The median of every *_ms field over evs."""
+    out = {}
+    for k in evs[0] if evs else {}:
+        if k.endswith("_ms"):
+            vals = [float(e[k]) for e in evs if k in e]
+            out[k[:-3]] = round(pct(vals, 50), 1)
+    return out
+
+
 def summary(values):
     return {"n": len(values), "p50_ms": round(pct(values, 50), 1),
             "p99_ms": round(pct(values, 99), 1)}
@@ -66,7 +87,9 @@ def main():
     ap.add_argument("--creates", type=int, default=10)
     ap.add_argument("--changed-mib", type=int, default=50)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--log", help="copy the daemon's (debug) log here")
     args = ap.parse_args()
+    os.environ.setdefault("PANDASTACK_LOG", "debug")  # the phase lines
     cache = os.environ.get("PANDASTACK_CACHE", "/var/cache/pandastack")
     work = pathlib.Path(tempfile.mkdtemp(prefix="pandastack-bench-fork-"))
     proc, url, key = start_daemon(cache, work, 20, pool_size=0)
@@ -110,10 +133,16 @@ def main():
         out = call(c, "POST", f"/v1/sandboxes/{fresh}/contexts/{ctx}/run_code", {"code": code})
         if out.get("stdout") != "7\n":
             sys.exit(f"the buffer was not written: {out}")
+        off = log.stat().st_size
         snap, res["capture_changed"] = capture(fresh)
+        end = log.stat().st_size
+        res["capture_changed"]["phases"] = phase_medians(events(log, off, end, "snapshot.capture"))
+        res["capture_changed"]["phases"].update(
+            phase_medians(events(log, off, end, "snapshot.copy")))
 
         # forks, one at a time: request to 201, and to 1+1 in the fork's context
         to_201, to_answer = [], []
+        off = log.stat().st_size
         for _ in range(args.forks):
             t0 = time.monotonic()
             f = call(c, "POST", f"/v1/sandboxes/{fresh}/fork", {"count": 1})["sandboxes"][0]["id"]
@@ -123,6 +152,13 @@ def main():
             if r.get("error"):
                 sys.exit(f"the fork's context failed: {r}")
             call(c, "DELETE", f"/v1/sandboxes/{f}")
+        end = log.stat().st_size
+        res["fork_phases"] = {
+            "capture": phase_medians(events(log, off, end, "snapshot.capture")),
+            "restore": phase_medians(events(log, off, end, "vm.restore_phases")),
+            "restore_total": phase_medians(events(log, off, end, "vm.restore_snapshot")),
+            "create": phase_medians([{"create_ms": e["ms"]} for e in
+                                     events(log, off, end, "sandbox.create")])}
         res["fork_to_201"] = summary(to_201)
         res["fork_to_first_answer"] = summary(to_answer)
 
@@ -158,6 +194,8 @@ def main():
             c.call("DELETE", f"/v1/sandboxes/{sid}")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+        if args.log:
+            shutil.copyfile(log, args.log)
         shutil.rmtree(work, ignore_errors=True)
 
     if args.json:
@@ -182,6 +220,14 @@ def main():
     x = res["pause_resume"]
     print(f"pause {x['pause_ms']:.1f} ms, resume {x['resume_ms']:.1f} ms, context kept: "
           f"{x['context_kept']}")
+
+    def phases(title, ph):
+        print(f"  {title}: " + " ".join(f"{k}={v:g}" for k, v in ph.items() if v))
+
+    print("where the time goes (ms, medians; zero phases left out):")
+    phases(f"capture, ~{args.changed_mib} MiB changed", res["capture_changed"]["phases"])
+    for k in ("capture", "restore", "restore_total", "create"):
+        phases(f"fork {k}", res["fork_phases"][k])
 
 
 if __name__ == "__main__":
