@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,41 @@ static int fsync_path(const char *path)
 	return r;
 }
 
+/*
+ * The VM's next overlay and the snapshot's seed (a copy of it), made on a
+ * helper thread while the guest is paused for its pages: qemu-img takes
+ * 15-30 ms, mostly its own start-up, which the capture no longer waits
+ * for before the pause.
+ */
+struct overlay_job {
+	char layer[PATH_MAX], seed[PATH_MAX], host[PATH_MAX], size[32];
+	uid_t uid;
+	int r;
+	char msg[sizeof(((struct vm_err *)0)->msg)];
+	pthread_t th;
+	int started;
+};
+
+static void *overlay_job_main(void *arg)
+{
+	struct overlay_job *j = arg;
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", j->layer, "-F",
+			"qcow2", j->host, j->size, NULL};
+	char out[512];
+	int r = proc_run_ok(argv, 30000, out, sizeof(out));
+	if (r < 0) {
+		snprintf(j->msg, sizeof(j->msg), "cannot create the next disk overlay: %.180s",
+			 r == -EIO ? out : strerror(-r));
+	} else if ((r = engine_copy_file(j->host, j->seed, 0444)) < 0 ||
+		   (j->uid && chown(j->host, j->uid, j->uid) < 0 && (r = -errno)) ||
+		   (chmod(j->host, 0600) < 0 && (r = -errno))) {
+		snprintf(j->msg, sizeof(j->msg), "cannot prepare the next disk overlay: %s",
+			 strerror(-r));
+	}
+	j->r = r;
+	return NULL;
+}
+
 /* What a capture holds while it runs, for the cleanup. */
 struct capture {
 	struct vm *v;
@@ -127,15 +163,29 @@ struct capture {
 	const unsigned char *tpl;        /* the template's RAM, mapped read-only */
 	uint64_t tpl_len;
 	int stopped, node_added, disk_moved;
+	struct overlay_job ov;
 };
 
-/* Before the pause: the new overlay (and the seed, a copy of it), the
- * memory file, snapshot.json. */
+/* Wait for the overlay job; 0 or its -errno with err filled. */
+static int overlay_wait(struct capture *c, struct vm_err *err)
+{
+	if (!c->ov.started)
+		return 0;
+	pthread_join(c->ov.th, NULL);
+	c->ov.started = 0;
+	if (c->ov.r < 0)
+		snprintf(err->msg, sizeof(err->msg), "%s", c->ov.msg);
+	return c->ov.r;
+}
+
+/* Before the pause: the new overlay and the seed started (overlay_job),
+ * the memory file, snapshot.json. */
 static int prepare(struct capture *c, const struct template *t, const struct snapshot *base,
 		   struct vm_err *err)
 {
 	struct vm *v = c->v;
-	char layer[PATH_MAX], seed[PATH_MAX], rnd[16], hex[16], size[32];
+	struct overlay_job *j = &c->ov;
+	char rnd[16], hex[16];
 	int r;
 	util_random(rnd, sizeof(rnd));
 	util_hex(rnd, sizeof(rnd), c->key);
@@ -149,8 +199,8 @@ static int prepare(struct capture *c, const struct template *t, const struct sna
 	char name[64];
 	snprintf(name, sizeof(name), "overlay-%s.qcow2", hex);
 	if ((r = host_view(v, name, c->new_host)) < 0 || (r = qemu_view(v, name, c->new_qemu)) < 0 ||
-	    (r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
-	    (r = engine_path_join(seed, c->dir, "overlay-seed.qcow2")) < 0 ||
+	    (r = engine_path_join(j->layer, c->dir, "disk.qcow2")) < 0 ||
+	    (r = engine_path_join(j->seed, c->dir, "overlay-seed.qcow2")) < 0 ||
 	    (r = engine_path_join(c->memory, c->dir, "memory")) < 0)
 		return r;
 	snprintf(name, sizeof(name), "state-%s.tmp", hex);
@@ -158,21 +208,16 @@ static int prepare(struct capture *c, const struct template *t, const struct sna
 		return r;
 	/* The VM's next overlay: its header names the frozen layer's final
 	 * place (created unsafe: that file appears only at the capture). */
-	snprintf(size, sizeof(size), "%llu", (unsigned long long)c->cur.vsize);
-	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", layer, "-F", "qcow2",
-			c->new_host, size, NULL};
-	char out[512];
-	if ((r = proc_run_ok(argv, 30000, out, sizeof(out))) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "cannot create the next disk overlay: %.180s",
-			 r == -EIO ? out : strerror(-r));
-		return r;
-	}
-	if ((r = engine_copy_file(c->new_host, seed, 0444)) < 0 ||
-	    (v->uid && chown(c->new_host, v->uid, v->uid) < 0 && (r = -errno)) ||
-	    (chmod(c->new_host, 0600) < 0 && (r = -errno))) {
-		snprintf(err->msg, sizeof(err->msg), "cannot prepare the next disk overlay: %s",
-			 strerror(-r));
-		return r;
+	snprintf(j->size, sizeof(j->size), "%llu", (unsigned long long)c->cur.vsize);
+	snprintf(j->host, sizeof(j->host), "%s", c->new_host);
+	j->uid = v->uid;
+	if (pthread_create(&j->th, NULL, overlay_job_main, j) == 0)
+		j->started = 1;
+	else
+		overlay_job_main(j);
+	if (!j->started && j->r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "%s", j->msg);
+		return j->r;
 	}
 	if ((r = snap_write_json(c->dir, c->key, base ? base->key : "", t)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot write snapshot.json: %s", strerror(-r));
@@ -233,6 +278,8 @@ static int swap_disk(struct capture *c, struct vm_err *err)
 static void abandon(struct capture *c)
 {
 	struct vm *v = c->v;
+	struct vm_err ignored;
+	overlay_wait(c, &ignored);
 	if (c->node_added && !c->disk_moved && v->qmp) {
 		json_t *a = json_pack("{s:s}", "node-name", c->new_node);
 		if (a)
@@ -392,7 +439,7 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 				 strerror(-r));
 		ts = util_now_us();
 	}
-	if (r == 0) {
+	if (r == 0 && (r = overlay_wait(&c, err)) == 0) {
 		r = swap_disk(&c, err);
 		tn = util_now_us();
 		st->disk_us = tn - ts;

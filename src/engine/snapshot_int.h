@@ -128,17 +128,20 @@ struct snap_pages_stats {
  * (ram_bytes long): every private page (present or swapped, not
  * file-backed, per /proc/<pid>/pagemap) that differs from the RAM image of
  * base (snap_image_page) is written into out_fd, a new memory file.
- * 0 or -errno (-ENOSPC and friends from the writes).
+ * Reads on a thread it starts and joins (two 8 MiB buffers in turn) while
+ * the calling thread compares and writes.  0 or -errno (-ENOSPC and
+ * friends from the writes).
  */
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
 		       struct snap_pages_stats *st);
 
 /*
- * snap_write_pages - write the pages of s's chain (root first, each level
- * over the one before; levels at or below `upto` skipped, NULL: none) into
- * the RAM of process pid at start (process_vm_writev).  *bytes gets how
- * many were written.  0 or -errno.
+ * snap_write_pages - write the pages of s's chain (levels at or below
+ * `upto` skipped, NULL: none) into the RAM of process pid at start
+ * (process_vm_writev): each page once, the nearest level's, so the RAM
+ * ends as if every level were written root first.  *bytes gets how many
+ * were written.  0 or -errno.
  */
 int snap_write_pages(pid_t pid, uint64_t start, const struct snapshot *s,
 		     const struct snapshot *upto, uint64_t *bytes);

@@ -7,12 +7,14 @@
  * Pages move in batches: one process_vm_readv / process_vm_writev carries
  * up to IOV_BATCH scattered runs of pages, one pwritev up to IOV_BATCH
  * runs of the buffer, so the system calls stay few however scattered the
- * guest's writes were.
+ * guest's writes were.  A capture reads on a thread of its own while the
+ * caller compares and writes the batch read before (struct reader).
  */
 #include "engine/snapshot_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +323,129 @@ static int scan_private(pid_t pid, uint64_t start, uint64_t npages, uint64_t *pr
 	return r;
 }
 
+/* One batch of a capture: up to IOV_BATCH runs of private pages, at most
+ * MOVE_BATCH bytes, read into buf. */
+struct read_batch {
+	unsigned char *buf;
+	struct iovec remote[IOV_BATCH];
+	uint64_t first[IOV_BATCH];      /* each run's first page */
+	int nrun;
+	size_t used;
+	int r;                          /* the read's result */
+};
+
+/*
+ * The capture's reader: a thread that reads batch after batch of the
+ * stopped VM's private pages (process_vm_readv) into two buffers in turn,
+ * while the calling thread compares and writes the one read before, so
+ * the read overlaps the comparing and writing instead of adding to them.
+ */
+struct reader {
+	pid_t pid;
+	uint64_t start, npages;
+	const uint64_t *priv;
+	struct read_batch b[2];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int filled[2];                  /* b[i] holds a batch for the writer */
+	int done;                       /* no batch will come after these */
+	int stop;                       /* the writer failed: stop reading */
+	int64_t read_us;
+};
+
+/* Plan the batch that starts at or after *p into b; *p moves past it. */
+static void plan_batch(const struct reader *rd, uint64_t *pp, struct read_batch *b)
+{
+	uint64_t p = *pp, npages = rd->npages;
+	b->nrun = 0;
+	b->used = 0;
+	while (p < npages && b->nrun < (int)IOV_BATCH && b->used < MOVE_BATCH) {
+		if (word_done(rd->priv, p)) {
+			p = (p / 64 + 1) * 64;
+			continue;
+		}
+		if (!bit_get(rd->priv, p)) {
+			p++;
+			continue;
+		}
+		uint64_t e = p;
+		while (e < npages && bit_get(rd->priv, e) &&
+		       b->used + (e - p + 1) * SNAP_PAGE <= MOVE_BATCH)
+			e++;
+		b->remote[b->nrun].iov_base = (void *)(uintptr_t)(rd->start + p * SNAP_PAGE);
+		b->remote[b->nrun].iov_len = (size_t)(e - p) * SNAP_PAGE;
+		b->first[b->nrun++] = p;
+		b->used += (size_t)(e - p) * SNAP_PAGE;
+		p = e;
+	}
+	*pp = p;
+}
+
+static void read_batch(struct reader *rd, struct read_batch *b)
+{
+	struct iovec local = {b->buf, b->used};
+	int64_t t0 = util_now_us();
+	ssize_t got = process_vm_readv(rd->pid, &local, 1, b->remote, (unsigned long)b->nrun, 0);
+	b->r = got < 0 ? -errno : (size_t)got != b->used ? -EIO : 0;
+	rd->read_us += util_now_us() - t0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader *rd = arg;
+	uint64_t p = 0;
+	for (int k = 0;; k ^= 1) {
+		pthread_mutex_lock(&rd->mu);
+		while (rd->filled[k] && !rd->stop)
+			pthread_cond_wait(&rd->cv, &rd->mu);
+		int stop = rd->stop;
+		pthread_mutex_unlock(&rd->mu);
+		struct read_batch *b = &rd->b[k];
+		if (!stop) {
+			plan_batch(rd, &p, b);
+			if (b->nrun)
+				read_batch(rd, b);
+		}
+		pthread_mutex_lock(&rd->mu);
+		int last = stop || b->nrun == 0 || b->r < 0;
+		if (!stop && b->nrun)
+			rd->filled[k] = 1;
+		rd->done = last;
+		pthread_cond_broadcast(&rd->cv);
+		pthread_mutex_unlock(&rd->mu);
+		if (last)
+			return NULL;
+	}
+}
+
+/* The writer's side of batch b: keep the pages that differ from the base
+ * image (bits in kept), queue them and write them. */
+static int keep_batch(const struct read_batch *b, const struct snapshot *base,
+		      const unsigned char *tpl, struct out_queue *q, uint64_t *kept,
+		      struct snap_pages_stats *st)
+{
+	int64_t t0 = util_now_us();
+	const unsigned char *at = b->buf;
+	int r = 0;
+	for (int i = 0; r == 0 && i < b->nrun; i++) {
+		uint64_t len = b->remote[i].iov_len / SNAP_PAGE;
+		for (uint64_t k = 0; r == 0 && k < len; k++, at += SNAP_PAGE) {
+			uint64_t pg = b->first[i] + k;
+			if (!memcmp(at, snap_image_page(base, tpl, pg), SNAP_PAGE))
+				continue;
+			bit_set(kept, pg);
+			st->stored_pages++;
+			r = out_page(q, at);
+		}
+	}
+	int64_t t1 = util_now_us();
+	st->cmp_us += t1 - t0;
+	if (r == 0)
+		r = out_flush(q); /* b->buf is read into again after this */
+	st->write_us += util_now_us() - t1;
+	return r;
+}
+
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
 		       struct snap_pages_stats *st)
@@ -328,131 +453,135 @@ int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 	memset(st, 0, sizeof(*st));
 	uint64_t npages = ram_bytes / SNAP_PAGE, words = (npages + 63) / 64;
 	uint64_t *priv = calloc(words, sizeof(uint64_t)), *kept = calloc(words, sizeof(uint64_t));
-	unsigned char *buf = malloc(MOVE_BATCH);
-	struct iovec *remote = malloc(IOV_BATCH * sizeof(*remote));
-	uint64_t *first = malloc(IOV_BATCH * sizeof(uint64_t)); /* each run's first page */
+	struct reader *rd = calloc(1, sizeof(*rd));
 	struct out_queue *q = malloc(sizeof(*q));
-	int r = priv && kept && buf && remote && first && q ? 0 : -ENOMEM;
+	int r = priv && kept && rd && q ? 0 : -ENOMEM;
+	for (int i = 0; r == 0 && i < 2; i++)
+		if (!(rd->b[i].buf = malloc(MOVE_BATCH)))
+			r = -ENOMEM;
 	int64_t t0 = util_now_us();
 	if (r == 0)
 		r = scan_private(pid, start, npages, priv, &st->private_pages);
 	int64_t t1 = util_now_us();
 	st->scan_us = t1 - t0;
-	if (q) {
-		q->fd = out_fd;
-		q->pos = snap_mem_data_off(ram_bytes);
-		q->n = 0;
-	}
-	for (uint64_t p = 0; r == 0 && p < npages;) {
-		/* One batch: up to IOV_BATCH runs of private pages, MOVE_BATCH bytes. */
-		int nrun = 0;
-		size_t used = 0;
-		while (p < npages && nrun < (int)IOV_BATCH && used < MOVE_BATCH) {
-			if (word_done(priv, p)) {
-				p = (p / 64 + 1) * 64;
-				continue;
+	if (r == 0) {
+		*q = (struct out_queue){.fd = out_fd, .pos = snap_mem_data_off(ram_bytes)};
+		rd->pid = pid;
+		rd->start = start;
+		rd->npages = npages;
+		rd->priv = priv;
+		pthread_mutex_init(&rd->mu, NULL);
+		pthread_cond_init(&rd->cv, NULL);
+		pthread_t th;
+		int threaded = pthread_create(&th, NULL, reader_main, rd) == 0;
+		/* Without a thread, read and write in turn on this one. */
+		for (uint64_t p = 0; r == 0 && !threaded;) {
+			plan_batch(rd, &p, &rd->b[0]);
+			if (!rd->b[0].nrun)
+				break;
+			read_batch(rd, &rd->b[0]);
+			r = rd->b[0].r < 0 ? rd->b[0].r : keep_batch(&rd->b[0], base, tpl, q, kept, st);
+		}
+		for (int k = 0; r == 0 && threaded; k ^= 1) {
+			pthread_mutex_lock(&rd->mu);
+			while (!rd->filled[k] && !rd->done)
+				pthread_cond_wait(&rd->cv, &rd->mu);
+			int have = rd->filled[k];
+			pthread_mutex_unlock(&rd->mu);
+			if (!have) {
+				r = rd->b[k].r; /* the reader's failure, or 0 at the end */
+				break;
 			}
-			if (!bit_get(priv, p)) {
-				p++;
-				continue;
-			}
-			uint64_t e = p;
-			while (e < npages && bit_get(priv, e) && used + (e - p + 1) * SNAP_PAGE <= MOVE_BATCH)
-				e++;
-			remote[nrun].iov_base = (void *)(uintptr_t)(start + p * SNAP_PAGE);
-			remote[nrun].iov_len = (size_t)(e - p) * SNAP_PAGE;
-			first[nrun++] = p;
-			used += (size_t)(e - p) * SNAP_PAGE;
-			p = e;
+			r = rd->b[k].r < 0 ? rd->b[k].r : keep_batch(&rd->b[k], base, tpl, q, kept, st);
+			pthread_mutex_lock(&rd->mu);
+			rd->filled[k] = 0;
+			if (r < 0)
+				rd->stop = 1;
+			pthread_cond_broadcast(&rd->cv);
+			pthread_mutex_unlock(&rd->mu);
 		}
-		if (nrun == 0)
-			break;
-		struct iovec local = {buf, used};
-		int64_t ta = util_now_us();
-		ssize_t got = process_vm_readv(pid, &local, 1, remote, (unsigned long)nrun, 0);
-		int64_t tb = util_now_us();
-		st->read_us += tb - ta;
-		if (got < 0) {
-			r = -errno;
-			break;
+		if (threaded) {
+			pthread_mutex_lock(&rd->mu);
+			rd->stop = 1;
+			pthread_cond_broadcast(&rd->cv);
+			pthread_mutex_unlock(&rd->mu);
+			pthread_join(th, NULL);
 		}
-		if ((size_t)got != used) {
-			r = -EIO;
-			break;
-		}
-		/* Keep the pages that differ from the base image. */
-		const unsigned char *at = buf;
-		for (int i = 0; r == 0 && i < nrun; i++) {
-			uint64_t len = remote[i].iov_len / SNAP_PAGE;
-			for (uint64_t k = 0; r == 0 && k < len; k++, at += SNAP_PAGE) {
-				uint64_t pg = first[i] + k;
-				if (!memcmp(at, snap_image_page(base, tpl, pg), SNAP_PAGE))
-					continue;
-				bit_set(kept, pg);
-				st->stored_pages++;
-				r = out_page(q, at);
-			}
-		}
-		int64_t tc = util_now_us();
-		st->cmp_us += tc - tb;
-		if (r == 0)
-			r = out_flush(q); /* buf is reused by the next batch */
-		st->write_us += util_now_us() - tc;
+		pthread_cond_destroy(&rd->cv);
+		pthread_mutex_destroy(&rd->mu);
+		st->read_us = rd->read_us;
 	}
 	if (r == 0)
 		r = write_head(out_fd, ram_bytes, st->stored_pages, kept);
 	st->copy_us = util_now_us() - t1;
 	free(priv);
 	free(kept);
-	free(buf);
-	free(remote);
-	free(first);
+	if (rd)
+		for (int i = 0; i < 2; i++)
+			free(rd->b[i].buf);
+	free(rd);
 	free(q);
 	return r;
 }
 
-/* Write one level's pages into pid's RAM at start. */
-static int write_level(pid_t pid, uint64_t start, const struct snapshot *s, uint64_t *bytes,
-		       struct iovec *remote)
+/* Runs of pages queued for one process_vm_writev: the guest's side
+ * (remote) and ours (local) each merge what is contiguous on its side. */
+struct in_queue {
+	pid_t pid;
+	uint64_t start;
+	struct iovec remote[IOV_BATCH], local[IOV_BATCH];
+	int nremote, nlocal;
+	size_t used;
+};
+
+static int in_flush(struct in_queue *q, uint64_t *bytes)
 {
-	uint64_t pages = s->ram_bytes / SNAP_PAGE;
-	for (uint64_t p = 0; p < pages;) {
-		int nrun = 0;
-		size_t used = 0;
-		const unsigned char *from = NULL;
-		while (p < pages && nrun < (int)IOV_BATCH && used < MOVE_BATCH) {
-			if (word_done(s->present, p)) {
-				p = (p / 64 + 1) * 64;
-				continue;
-			}
-			if (!bit_get(s->present, p)) {
-				p++;
-				continue;
-			}
-			uint64_t e = p;
-			while (e < pages && bit_get(s->present, e) && used + (e - p + 1) * SNAP_PAGE <= MOVE_BATCH)
-				e++;
-			if (!from)
-				from = level_page(s, p); /* the batch's pages follow in the file */
-			remote[nrun].iov_base = (void *)(uintptr_t)(start + p * SNAP_PAGE);
-			remote[nrun].iov_len = (size_t)(e - p) * SNAP_PAGE;
-			nrun++;
-			used += (size_t)(e - p) * SNAP_PAGE;
-			p = e;
-		}
-		if (nrun == 0)
-			break;
-		struct iovec local = {(void *)from, used};
-		ssize_t w = process_vm_writev(pid, &local, 1, remote, (unsigned long)nrun, 0);
+	if (q->used) {
+		ssize_t w = process_vm_writev(q->pid, q->local, (unsigned long)q->nlocal, q->remote,
+					      (unsigned long)q->nremote, 0);
 		if (w < 0)
 			return -errno;
-		if ((size_t)w != used)
+		if ((size_t)w != q->used)
 			return -EIO;
-		*bytes += used;
+		*bytes += q->used;
 	}
+	q->nremote = q->nlocal = 0;
+	q->used = 0;
 	return 0;
 }
 
+/* Queue page p of the guest's RAM, its bytes at from. */
+static int in_page(struct in_queue *q, uint64_t p, const unsigned char *from, uint64_t *bytes)
+{
+	uintptr_t to = (uintptr_t)(q->start + p * SNAP_PAGE);
+	struct iovec *r = q->nremote ? &q->remote[q->nremote - 1] : NULL;
+	struct iovec *l = q->nlocal ? &q->local[q->nlocal - 1] : NULL;
+	int join_r = r && (uintptr_t)r->iov_base + r->iov_len == to;
+	int join_l = l && (const unsigned char *)l->iov_base + l->iov_len == from;
+	if (q->used >= MOVE_BATCH || (!join_r && q->nremote == (int)IOV_BATCH) ||
+	    (!join_l && q->nlocal == (int)IOV_BATCH)) {
+		int e = in_flush(q, bytes);
+		if (e < 0)
+			return e;
+		join_r = join_l = 0;
+	}
+	if (join_r)
+		q->remote[q->nremote - 1].iov_len += SNAP_PAGE;
+	else
+		q->remote[q->nremote++] = (struct iovec){(void *)to, SNAP_PAGE};
+	if (join_l)
+		q->local[q->nlocal - 1].iov_len += SNAP_PAGE;
+	else
+		q->local[q->nlocal++] = (struct iovec){(void *)from, SNAP_PAGE};
+	q->used += SNAP_PAGE;
+	return 0;
+}
+
+/*
+ * Each page of the chain is written once, from the nearest level holding
+ * it: a chain of forks of one sandbox holds many pages at several levels,
+ * and writing every level root first wrote those pages again each time.
+ */
 int snap_write_pages(pid_t pid, uint64_t start, const struct snapshot *s,
 		     const struct snapshot *upto, uint64_t *bytes)
 {
@@ -464,13 +593,34 @@ int snap_write_pages(pid_t pid, uint64_t start, const struct snapshot *s,
 			return -ELOOP;
 		chain[n++] = c;
 	}
-	struct iovec *remote = malloc(IOV_BATCH * sizeof(*remote));
-	if (!remote)
-		return -ENOMEM;
-	int r = 0;
-	while (r == 0 && n > 0)
-		r = write_level(pid, start, chain[--n], bytes, remote);
-	free(remote);
+	if (n == 0)
+		return 0;
+	uint64_t pages = s->ram_bytes / SNAP_PAGE, words = (pages + 63) / 64;
+	uint64_t *all = n > 1 ? calloc(words, sizeof(uint64_t)) : NULL;
+	struct in_queue *q = malloc(sizeof(*q));
+	int r = q && (n == 1 || all) ? 0 : -ENOMEM;
+	const uint64_t *present = n == 1 ? s->present : all;
+	for (int i = 0; r == 0 && n > 1 && i < n; i++)
+		for (uint64_t w = 0; w < words; w++)
+			all[w] |= chain[i]->present[w];
+	if (q)
+		*q = (struct in_queue){.pid = pid, .start = start};
+	for (uint64_t p = 0; r == 0 && p < pages; p++) {
+		if (word_done(present, p)) {
+			p = (p / 64 + 1) * 64 - 1;
+			continue;
+		}
+		if (!bit_get(present, p))
+			continue;
+		int i = 0;
+		while (!bit_get(chain[i]->present, p))
+			i++;
+		r = in_page(q, p, level_page(chain[i], p), bytes);
+	}
+	if (r == 0)
+		r = in_flush(q, bytes);
+	free(all);
+	free(q);
 	return r;
 }
 
