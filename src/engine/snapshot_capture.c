@@ -105,13 +105,29 @@ static int freeze_file(const char *path)
 	return 0;
 }
 
-static int fsync_path(const char *path)
+/*
+ * Make the snapshot durable: the memory file (mem_fd), state, layer, then
+ * the folder.  Every file's writeback is started before the first fsync
+ * waits, so their writes go to the disk together rather than one file
+ * after another.  0 or -errno.
+ */
+static int sync_snapshot(int mem_fd, const char *state, const char *layer, const char *dir)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
+	int fds[3] = {mem_fd, open(state, O_RDONLY | O_CLOEXEC), open(layer, O_RDONLY | O_CLOEXEC)};
+	int r = fds[1] < 0 || fds[2] < 0 ? -errno : 0;
+	for (int i = 0; r == 0 && i < 3; i++)
+		sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* advisory */
+	for (int i = 0; r == 0 && i < 3; i++)
+		if (fsync(fds[i]) < 0)
+			r = -errno;
+	for (int i = 1; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	int dfd = r == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (r == 0 && (dfd < 0 || fsync(dfd) < 0))
+		r = -errno;
+	if (dfd >= 0)
+		close(dfd);
 	return r;
 }
 
@@ -354,9 +370,7 @@ static int finish(struct capture *c, const struct snapshot_opts *opts, struct sn
 		snprintf(err->msg, sizeof(err->msg), "cannot freeze the layer: %s", strerror(-r));
 		return r;
 	}
-	if (opts && opts->sync &&
-	    ((r = fsync(c->mem_out) < 0 ? -errno : 0) < 0 || (r = fsync_path(state)) < 0 ||
-	     (r = fsync_path(layer)) < 0 || (r = fsync_path(c->dir)) < 0)) {
+	if (opts && opts->sync && (r = sync_snapshot(c->mem_out, state, layer, c->dir)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot sync the snapshot: %s", strerror(-r));
 		return r;
 	}
@@ -427,7 +441,8 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	}
 	if (r == 0) {
 		struct snap_pages_stats ps;
-		r = snap_capture_pages(v->pid, start, ram, base, c.tpl, c.mem_out, &ps);
+		r = snap_capture_pages(v->pid, start, ram, base, c.tpl, c.mem_out,
+				       opts && opts->sync, &ps);
 		st->private_pages = ps.private_pages;
 		st->stored_pages = ps.stored_pages;
 		st->scan_us = ps.scan_us;

@@ -129,12 +129,14 @@ struct snap_pages_stats {
  * file-backed, per /proc/<pid>/pagemap) that differs from the RAM image of
  * base (snap_image_page) is written into out_fd, a new memory file.
  * Reads on a thread it starts and joins (two 8 MiB buffers in turn) while
- * the calling thread compares and writes.  0 or -errno (-ENOSPC and
- * friends from the writes).
+ * the calling thread compares and writes.  start_writeback: 1 when the
+ * caller will fsync out_fd, so each batch's writeback starts as it is
+ * written (sync_file_range) and overlaps the rest of the capture.  0 or
+ * -errno (-ENOSPC and friends from the writes).
  */
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
-		       struct snap_pages_stats *st);
+		       int start_writeback, struct snap_pages_stats *st);
 
 /*
  * snap_write_pages - write the pages of s's chain (levels at or below

@@ -263,6 +263,7 @@ static int write_head(int fd, uint64_t ram_bytes, uint64_t npages, const uint64_
 /* Pages of the data area queued for one pwritev. */
 struct out_queue {
 	int fd;
+	int kick;              /* start each write's writeback (sync_file_range) */
 	uint64_t pos;          /* file offset of the next byte */
 	struct iovec iov[IOV_BATCH];
 	int n;
@@ -274,6 +275,9 @@ static int out_flush(struct out_queue *q)
 	for (int i = 0; i < q->n; i++)
 		len += q->iov[i].iov_len;
 	int r = q->n ? pwritev_full(q->fd, q->iov, q->n, q->pos) : 0;
+	/* Advisory: the caller's fsync reports what fails. */
+	if (r == 0 && q->kick && len)
+		sync_file_range(q->fd, (off_t)q->pos, (off_t)len, SYNC_FILE_RANGE_WRITE);
 	q->pos += len;
 	q->n = 0;
 	return r;
@@ -448,7 +452,7 @@ static int keep_batch(const struct read_batch *b, const struct snapshot *base,
 
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
-		       struct snap_pages_stats *st)
+		       int start_writeback, struct snap_pages_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	uint64_t npages = ram_bytes / SNAP_PAGE, words = (npages + 63) / 64;
@@ -465,7 +469,8 @@ int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 	int64_t t1 = util_now_us();
 	st->scan_us = t1 - t0;
 	if (r == 0) {
-		*q = (struct out_queue){.fd = out_fd, .pos = snap_mem_data_off(ram_bytes)};
+		*q = (struct out_queue){.fd = out_fd, .kick = start_writeback,
+					.pos = snap_mem_data_off(ram_bytes)};
 		rd->pid = pid;
 		rd->start = start;
 		rd->npages = npages;
@@ -657,6 +662,7 @@ int snap_write_union(const struct snapshot *s, int out_fd)
 			all[w] |= c->present[w];
 	if (q) {
 		q->fd = out_fd;
+		q->kick = 0;
 		q->pos = snap_mem_data_off(s->ram_bytes);
 		q->n = 0;
 	}
