@@ -17,9 +17,12 @@
  * 6 aborts a request that arrives just after an error (its abort window),
  * which would fail a later, independent run.
  *
- * Heartbeat: once ready, ping every HB_INTERVAL_MS; a ping unanswered for
- * HB_TIMEOUT_MS recreates the REQ socket; HB_MISSES in a row mean the
- * process is frozen: the loop kills and restarts it.
+ * Heartbeat: while a run is under way, ping every HB_INTERVAL_MS; a ping
+ * unanswered for HB_TIMEOUT_MS recreates the REQ socket; HB_MISSES in a row
+ * mean the process is frozen: the loop kills and restarts it.  An idle
+ * kernel is not pinged: each ping woke four threads in the guest, the
+ * largest part of an idle sandbox's host CPU under TCG; a kernel that froze
+ * while idle is found by the next run's pings, one that died by its pidfd.
  *
  * The kernel's own stdout/stderr (its logs, and what child processes write
  * to the inherited fds) go to a pipe whose last bytes are kept for the
@@ -264,7 +267,7 @@ static int64_t jup_next_due(struct kernel_ctx *c)
 		return j->next_nudge;
 	if (j->conn.hb_waiting)
 		return j->conn.hb_sent_ms + HB_TIMEOUT_MS;
-	return j->hb_next;
+	return c->cur ? j->hb_next : INT64_MAX;
 }
 
 static void jup_on_time(struct kernel_ctx *c, int64_t now)
@@ -289,7 +292,9 @@ static void jup_on_time(struct kernel_ctx *c, int64_t now)
 		jupyter_conn_hb_reset(&j->conn);
 		j->hb_next = now;
 	}
-	if (!j->conn.hb_waiting && now >= j->hb_next)
+	if (!c->cur) /* idle: the first ping comes HB_INTERVAL_MS into a run */
+		j->hb_next = now + HB_INTERVAL_MS;
+	else if (!j->conn.hb_waiting && now >= j->hb_next)
 		jupyter_conn_hb_ping(&j->conn, now);
 }
 

@@ -642,6 +642,33 @@ static void test_j_restart(void **state)
 	run_clear(&r);
 }
 
+/* Send this process's stderr (where log_kv writes the contexts' log lines)
+ * to a temporary file until capture_end; *saved keeps the real one. */
+static FILE *capture_begin(int *saved)
+{
+	fflush(stderr);
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	*saved = dup(STDERR_FILENO);
+	assert_true(*saved >= 0);
+	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+	return f;
+}
+
+/* Give stderr back; 1 if what was written to it meanwhile holds needle. */
+static int capture_end(FILE *f, int saved, const char *needle)
+{
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	char buf[64 * 1024];
+	rewind(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return strstr(buf, needle) != NULL;
+}
+
 static void test_j_frozen_kernel_restarts(void **state)
 {
 	(void)state;
@@ -649,10 +676,26 @@ static void test_j_frozen_kernel_restarts(void **state)
 		skip();
 	pid_t pid = kernel_ctx_pid(jbox.c);
 	assert_true(pid > 0);
-	/* A stopped process answers no heartbeat: killed and replaced. */
+	/* An idle kernel is not pinged (an idle guest stays asleep): a stopped
+	 * one misses no heartbeat while nothing runs.  Pinged every 3 s, it
+	 * would have missed one within 6 s. */
 	assert_int_equal(kill(pid, SIGSTOP), 0);
 	json_t *tmp = json_array();
-	assert_int_equal(pump(&jbox, (uint64_t)-1, "restarted", tmp, RUN_DEADLINE_MS), 0);
+	int saved;
+	FILE *log = capture_begin(&saved);
+	int r = pump(&jbox, (uint64_t)-1, "restarted", tmp, 8000);
+	int missed = capture_end(log, saved, "event=kernel.heartbeat_missed");
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_false(missed);
+	/* The next run's heartbeats find it (the same probe sees the misses):
+	 * killed and replaced. */
+	uint64_t id;
+	log = capture_begin(&saved);
+	assert_int_equal(kernel_ctx_run(jbox.c, "1", 1, 0, &id), 0);
+	r = pump(&jbox, (uint64_t)-1, "restarted", tmp, RUN_DEADLINE_MS);
+	missed = capture_end(log, saved, "event=kernel.heartbeat_missed");
+	assert_int_equal(r, 0);
+	assert_true(missed);
 	json_decref(tmp);
 	json_t *last = json_array_get(jbox.ctx_events, json_array_size(jbox.ctx_events) - 1);
 	assert_non_null(strstr(str(last, "reason"), "heartbeat"));

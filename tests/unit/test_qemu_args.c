@@ -51,7 +51,7 @@ static void test_machine_args(void **state)
 	struct strv v;
 	strv_init(&v);
 	assert_int_equal(qemu_machine_args(&spec_tcg, &v), 0);
-	assert_string_equal(after(&v, "-M"), "microvm,x-option-roms=off,memory-backend=mem");
+	assert_string_equal(after(&v, "-M"), "microvm,x-option-roms=off,pit=off,memory-backend=mem");
 	assert_string_equal(after(&v, "-m"), "1024M");
 	assert_string_equal(after(&v, "-smp"), "2");
 	assert_string_equal(after(&v, "-accel"), "tcg,tb-size=64");
