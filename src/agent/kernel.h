@@ -51,8 +51,8 @@
  * with refill_cpu_idle, the CPUs were idle as long), so a refill never
  * competes with the user's runs.  After every restore the agent calls
  * kernel_reseed_all so that no two clones share random streams: every
- * kernel, spares included, reseeds at once, so taking a spare costs
- * nothing more than its first run.
+ * kernel, spares included, reseeds ahead of its next run (an idle kernel
+ * is left asleep), so taking a spare costs one reseed before its first run.
  *
  * The agent's reaper (waitpid(-1) in PID 1) must pass every child it reaps
  * but does not own to kernel_note_exit, so kernel exits are reported with
@@ -228,11 +228,12 @@ enum kernel_pool_state kernel_pool_state(char *err, size_t errlen);
 void kernel_pool_stop(void);
 
 /*
- * kernel_reseed_all - after a restore: queue, ahead of any user code, a
- * reseed of Python's random and numpy's global generator from os.urandom in
- * every context and every spare; each runs it at once.  Call after the
- * kernel RNG was reseeded (the restore op).  Returns the number of
- * contexts reseeded.
+ * kernel_reseed_all - after a restore: mark every context and every spare
+ * for a reseed of Python's random and numpy's global generator from
+ * os.urandom, run ahead of the context's next job (so no code runs on the
+ * old generators, and an idle kernel stays asleep); a kernel process started
+ * later seeds itself.  Call after the kernel RNG was reseeded (the restore
+ * op).  Returns the number of contexts marked.
  */
 int kernel_reseed_all(void);
 

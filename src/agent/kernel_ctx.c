@@ -512,21 +512,12 @@ int kernel_reseed_all(void)
 	int n = 0;
 	pthread_mutex_lock(&reg_mu);
 	for (struct kernel_ctx *c = reg_head; c; c = c->reg_next) {
-		char *code = kernel__code_reseed();
-		struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "reseed", code, strlen(code), 0)
-					    : NULL;
-		free(code);
-		if (!j)
-			continue;
 		pthread_mutex_lock(&c->mu);
-		if (c->stop) {
-			kernel__job_free(j);
-		} else {
-			kernel__push_front_locked(c, j);
+		if (!c->stop) {
+			c->reseed_due = 1;
 			n++;
 		}
 		pthread_mutex_unlock(&c->mu);
-		kernel__wake(c);
 	}
 	pthread_mutex_unlock(&reg_mu);
 	log_kv(LOG_INFO, "kernel.reseed_all", "contexts=%d", n);

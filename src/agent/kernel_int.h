@@ -90,6 +90,8 @@ struct kernel_ctx {
 	int spare_dead;              /* a spare whose kernel died: the pool
 	                                replaces it (it is not restarted) */
 	int announced;               /* "ready" went out for this kernel */
+	int reseed_due;              /* restored: reseed ahead of the next job
+	                                (kernel_reseed_all) */
 	int64_t idle_since_ms;
 	pid_t pid_pub;
 	struct kernel_cfg *handover; /* new owner's cwd/env (pool take) */
@@ -216,8 +218,8 @@ int64_t kernel__activity_idle_ms(int64_t now);
 
 /* Python snippets (kernel_snippets.c): new strings, caller frees.
  * setup: the new owner's env (added) and cwd (NULL: unchanged) for a taken
- * spare; no reseed (the spare reseeded at restore, or was started after
- * it). */
+ * spare; no reseed (one due since a restore runs ahead of it, or the spare
+ * was started after the restore). */
 char *kernel__code_warmup(void);
 char *kernel__code_reseed(void);
 char *kernel__code_setup(const char *cwd, char *const *env_added);

@@ -217,9 +217,43 @@ static void finish_with(struct kernel_ctx *c, const char *name, const char *valu
 	finish(c, jupyter_make_error(name, value, ""));
 }
 
+/*
+ * After a restore (kernel_reseed_all) the reseed runs ahead of the next
+ * job, not at once: an idle kernel is left asleep.  Under TCG, reseeding
+ * the two warm kernels of an idle sandbox right after its restore wrote
+ * 15 MiB of guest memory (CPython touches every object it uses) and
+ * translated 20 MiB of code, both private to that sandbox.  No code of
+ * anyone's runs in the kernel before its reseed.
+ */
+static void reseed_if_due(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int due = c->reseed_due && c->jobs;
+	pthread_mutex_unlock(&c->mu);
+	if (!due)
+		return;
+	char *code = kernel__code_reseed();
+	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "reseed", code, strlen(code), 0)
+				    : NULL;
+	free(code);
+	if (!j) {
+		/* Never run code on generators a clone shares: a new process
+		 * seeds its own. */
+		kill_kernel(c, "out of memory while reseeding the kernel");
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	kernel__push_front_locked(c, j);
+	c->reseed_due = 0;
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void start_next(struct kernel_ctx *c)
 {
 	if (c->st != KS_READY || c->cur)
+		return;
+	reseed_if_due(c);
+	if (c->st != KS_READY)
 		return;
 	pthread_mutex_lock(&c->mu);
 	struct kernel_job *j = c->jobs;
@@ -342,6 +376,11 @@ static void start_kernel(struct kernel_ctx *c)
 			(c->fallback_tried || ipykernel_missing(c->cfg.python)));
 	c->be = fallback ? &kernel_fallback_backend : &kernel_jupyter_backend;
 	c->kill_reason[0] = '\0';
+	/* A process started from here on seeds itself from the kernel RNG; a
+	 * restore between this and the spawn sets the flag again (harmless). */
+	pthread_mutex_lock(&c->mu);
+	c->reseed_due = 0;
+	pthread_mutex_unlock(&c->mu);
 	int r = make_dir(c);
 	if (r == 0)
 		r = c->be->start(c);
@@ -588,8 +627,8 @@ static int same_dir(const char *a, const char *b)
  * A spare was taken: h (taken) holds its new owner's settings.  They apply
  * to later restarts; the running kernel gets its normal CPU and OOM
  * standing back at once and, only if the owner's env or cwd differ from
- * the spare's, a setup job ahead of any of the owner's code.  (The
- * reseed was done at restore, or the spare started after it.)
+ * the spare's, a setup job ahead of any of the owner's code.  (A
+ * reseed due since a restore runs ahead of both: reseed_if_due.)
  */
 static void adopt_handover(struct kernel_ctx *c, struct kernel_cfg *h)
 {

@@ -1197,9 +1197,18 @@ static void test_pool_reseed(void **state)
 	run_clear(&ra);
 	run_clear(&rb);
 
+	/* The reseed leaves an idle kernel asleep (no job runs: its idle time
+	 * keeps growing) and runs ahead of the next job. */
+	usleep(1000 * 1000);
+	int64_t idle0 = kernel_ctx_idle_ms(a.c);
+	assert_true(idle0 >= 900);
 	assert_true(kernel_reseed_all() >= 2);
+	usleep(1500 * 1000);
+	assert_true(kernel_ctx_idle_ms(a.c) >= idle0 + 1400);
 	run_code(&a, draw, 0, &ra);
 	run_code(&b, draw, 0, &rb);
+	/* the same probe sees the runs */
+	assert_true(kernel_ctx_idle_ms(a.c) < 1000);
 	const char *ta = str(nth(&ra, "result", 0), "text"), *tb = str(nth(&rb, "result", 0), "text");
 	assert_non_null(ta);
 	assert_non_null(tb);
