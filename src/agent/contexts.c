@@ -37,9 +37,25 @@ struct agent_context *contexts_find(const char *id)
 	return NULL;
 }
 
+/*
+ * ms the context has been idle: since its kernel last worked, or since a
+ * caller last waited on it if that is later.  A run's answer can reach the
+ * host long after the kernel finished it (17 MiB of output took seconds
+ * under TCG): the reaper must not count that time as idle.
+ */
+static int64_t ctx_idle_ms(const struct agent_context *c)
+{
+	int64_t idle = kernel_ctx_idle_ms(c->k);
+	int64_t since = util_now_ms() - c->last_wait_ms;
+	if (since < 0)
+		since = 0;
+	return since < idle ? since : idle;
+}
+
 void contexts_wait_link(struct agent_context *c, struct context_wait *w)
 {
 	w->ctx = c;
+	c->last_wait_ms = util_now_ms();
 	if (w->exec_id == 0) {
 		c->creator = w;
 		return;
@@ -53,6 +69,7 @@ void contexts_wait_unlink(struct context_wait *w)
 	struct agent_context *c = w->ctx;
 	if (!c)
 		return;
+	c->last_wait_ms = util_now_ms();
 	if (c->creator == w) {
 		c->creator = NULL;
 	} else {
@@ -78,7 +95,7 @@ static void schedule_reap(void)
 	}
 	int64_t now = util_now_ms(), due = now + REAP_MAX_MS;
 	for (struct agent_context *c = head; c; c = c->next) {
-		int64_t idle = kernel_ctx_idle_ms(c->k);
+		int64_t idle = ctx_idle_ms(c);
 		int64_t left = c->idle_timeout_ms - idle;
 		if (idle == 0 || c->creator || c->runs)
 			left = c->idle_timeout_ms;
@@ -127,6 +144,7 @@ int contexts_create(struct agent_env *env, const char *id, const struct kernel_o
 	snprintf(c->cwd, sizeof(c->cwd), "%s", o->cwd ? o->cwd : "");
 	c->idle_timeout_ms = idle_timeout_ms > 0 ? idle_timeout_ms : CONTEXT_IDLE_DEFAULT_MS;
 	c->created_wall_ms = (int64_t)(util_wall_ns() / 1000000u);
+	c->last_wait_ms = util_now_ms();
 	notebook_init(&c->nb, notebook);
 	int r = kernel_ctx_create(o, &c->k);
 	if (r < 0) {
@@ -187,7 +205,7 @@ void contexts_destroy(struct agent_context *c, int err, const char *why)
 
 json_t *contexts_json(struct agent_context *c)
 {
-	int64_t idle = kernel_ctx_idle_ms(c->k);
+	int64_t idle = ctx_idle_ms(c);
 	json_t *o = json_pack("{s:s, s:s, s:s?, s:s?, s:I, s:b, s:b, s:I, s:I, s:s?, s:I, s:s?}",
 			      "id", c->id, "language", "python", "kernel",
 			      c->ready ? c->kernel : NULL, "language_version",
@@ -323,7 +341,7 @@ static void on_reap(struct loop_timer *t, int64_t now)
 	struct agent_context *c = head;
 	while (c) {
 		struct agent_context *next = c->next;
-		if (!c->creator && !c->runs && kernel_ctx_idle_ms(c->k) >= c->idle_timeout_ms) {
+		if (!c->creator && !c->runs && ctx_idle_ms(c) >= c->idle_timeout_ms) {
 			log_kv(LOG_INFO, "context.reaped", "id=%s idle_timeout_ms=%lld", c->id,
 			       (long long)c->idle_timeout_ms);
 			contexts_destroy(c, ETIMEDOUT, "the context was idle too long");

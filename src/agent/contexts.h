@@ -63,6 +63,7 @@ struct agent_context {
 	char last_restart[256];      /* why the last one was replaced */
 	struct context_wait *creator;
 	struct context_wait *runs;
+	int64_t last_wait_ms;        /* when a caller last waited on it (monotonic) */
 	struct notebook nb;          /* its cells as a notebook file (notebook.h) */
 	struct agent_context *next;
 };
