@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "common/crash.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/api_errors.h"
@@ -133,6 +134,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	int cr = crash_report_install("daemon");
+	if (cr < 0)
+		log_kv(LOG_WARN, "daemon.no_crash_report", "err=%d", cr);
 	sigset_t stop_signals;
 	sigemptyset(&stop_signals);
 	sigaddset(&stop_signals, SIGINT);

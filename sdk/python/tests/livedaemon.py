@@ -96,5 +96,9 @@ def live_daemon(*args):
             pytest.skip("no baked template in the cache (make templates)")
         yield d
     finally:
+        died = d.proc.poll()
         d.stop()
+        if died is not None:
+            print(f"pandastackd died during the tests (status {died}):\n"
+                  + d.log.read_text(errors="replace")[-4000:])
         shutil.rmtree(root, ignore_errors=True)
