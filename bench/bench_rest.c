@@ -203,6 +203,32 @@ int bench_create(struct bench_daemon *d, const char *template, double *ms, char 
 	return 0;
 }
 
+int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *ms)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	json_t *b = json_pack("{s:s}", "cmd", cmd);
+	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+	if (!body)
+		return -ENOMEM;
+	long st = 0;
+	struct answer a = {0};
+	int64_t t0 = util_now_us();
+	int r = request(d, "POST", path, body, &st, &a);
+	*ms = (double)(util_now_us() - t0) / 1000.0;
+	free(body);
+	json_t *o = r == 0 && st == 200 ? json_loads(a.buf, 0, NULL) : NULL;
+	if (!o || json_integer_value(json_object_get(o, "exit_code")) != 0 ||
+	    !json_is_integer(json_object_get(o, "exit_code"))) {
+		fprintf(stderr, "bench: exec answered %ld: %.300s\n", st, a.buf ? a.buf : "");
+		r = r < 0 ? r : -EIO;
+	}
+	json_decref(o);
+	free(a.buf);
+	return r;
+}
+
 int bench_delete(struct bench_daemon *d, const char *id)
 {
 	char path[128];

@@ -21,6 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/deadline.h"
+
 #include "common/log.h"
 #include "common/pip_index.h"
 #include "common/util.h"
@@ -151,6 +153,13 @@ int guest_conn_open(const char *sock_path, int timeout_ms, struct guest_conn **o
 	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
+	if (deadline_cond_init(&c->gate_cond) < 0) {
+		close(c->fd);
+		pthread_mutex_destroy(&c->lock);
+		pthread_mutex_destroy(&c->wlock);
+		free(c);
+		return -ENOMEM;
+	}
 	proto_decoder_init(&c->dec);
 	proto_mux_init(&c->mux, PROTO_ROLE_HOST);
 	c->alive = 1;
@@ -186,6 +195,7 @@ void guest_conn_close(struct guest_conn *c)
 	pthread_mutex_lock(&c->lock);
 	guest_link_kill_locked(c);
 	pthread_mutex_unlock(&c->lock);
+	guest_stream_gate_drop(c);
 	if (c->reader_started)
 		pthread_join(c->reader, NULL);
 	/* a writer between its liveness check and its write holds wlock: wait
@@ -220,8 +230,8 @@ void guest_conn_stats(const struct guest_conn *c, struct guest_conn_stats *out)
 	*out = c->stats; /* written before the reader thread started, never after */
 }
 
-int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
-		       int timeout_ms)
+int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opts *opts,
+			    int timeout_ms)
 {
 	const char *pip = opts && opts->pip_index_url && opts->pip_index_url[0]
 				  ? opts->pip_index_url
@@ -247,21 +257,15 @@ int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *op
 	}
 	if (!req)
 		return -ENOMEM;
-	json_t *res = NULL;
-	r = guest_call(c, req, timeout_ms, &res);
+	r = guest_stream_gate_open(c, req, timeout_ms);
 	json_decref(req);
-	if (r == 0 && json_object_get(res, "error"))
-		r = -EIO;
-	if (r == -EPROTO)
-		r = -EIO;
-	if (r == -EIO) {
-		char *txt = json_dumps(res, JSON_COMPACT);
-		char q[300];
-		log_kv(LOG_WARN, "guest_conn.restore_failed", "reply=%s",
-		       log_quote(txt ? txt : "?", q, sizeof(q)));
-		free(txt);
-	}
-	json_decref(res);
 	return r;
+}
+
+int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
+		       int timeout_ms)
+{
+	int r = guest_conn_restore_send(c, opts, timeout_ms);
+	return r < 0 ? r : guest_stream_gate_wait(c);
 }
 

@@ -69,6 +69,17 @@ int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *op
 		       int timeout_ms);
 
 /*
+ * guest_conn_restore_send - the same message, sent as the connection's gate
+ * (guest_stream.h) without waiting for its END: every stream opened later
+ * (every exec, file or context call) waits for that END first, and fails
+ * with the restore's error if it failed.  timeout_ms bounds that wait.
+ * Returns 0 (sent), -EINVAL (bad opts; nothing sent), -ENOMEM, -ECONNRESET,
+ * -ETIMEDOUT (the socket did not take it).
+ */
+int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opts *opts,
+			    int timeout_ms);
+
+/*
  * guest_conn_info - the JSON object the agent sent in HELLO_ACK (borrowed;
  * valid until guest_conn_close).
  */

@@ -76,7 +76,16 @@ struct guest_conn {
 	json_t *info;
 	uint64_t nonce;
 	struct guest_conn_stats stats; /* set before the reader starts */
+	/* The gate (guest_stream_gate_open): a call that every stream opened
+	 * after it waits for; the first opener to come reads its END. */
+	struct guest_stream *gate;  /* its stream until an opener takes it */
+	int gate_state;             /* enum gate_state */
+	int gate_err;               /* its -errno once GATE_FAILED */
+	int64_t gate_deadline;      /* monotonic ms: when waiting for it gives up */
+	pthread_cond_t gate_cond;   /* gate_state changed; made by deadline_cond_init */
 };
+
+enum gate_state { GATE_NONE, GATE_PENDING, GATE_READING, GATE_OK, GATE_FAILED };
 
 /* --- guest_link.c: frames out, the connection's memory ---------------------- */
 
@@ -121,5 +130,9 @@ void *guest_stream_reader_main(void *arg);
 /* guest_stream_fail_all_locked - fail every stream still on the wire with
  * -ECONNRESET (c->lock held; the connection is going away). */
 void guest_stream_fail_all_locked(struct guest_conn *c);
+
+/* guest_stream_gate_drop - close a gate nobody has read (the connection is
+ * closing): later opens fail with -ECONNRESET.  c->lock not held. */
+void guest_stream_gate_drop(struct guest_conn *c);
 
 #endif

@@ -23,6 +23,7 @@ void guest_link_free(struct guest_conn *c)
 	json_decref(c->info);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->gate_cond);
 	free(c);
 }
 

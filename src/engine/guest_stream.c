@@ -358,7 +358,8 @@ void *guest_stream_reader_main(void *arg)
 
 /* --- the stream API -------------------------------------------------------------- */
 
-int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **out)
+/* Open a stream with req, gate or not. */
+static int stream_open(struct guest_conn *c, json_t *req, struct guest_stream **out)
 {
 	char *txt = json_dumps(req, JSON_COMPACT);
 	if (!txt)
@@ -414,6 +415,136 @@ int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **o
 	}
 	*out = s;
 	return 0;
+}
+
+/* --- the gate ---------------------------------------------------------------------- */
+
+/* Read s to its END or ERROR (at most until deadline, monotonic ms), then
+ * close it: guest_call's contract. */
+static int call_finish(struct guest_stream *s, int64_t deadline, json_t **result)
+{
+	int r;
+	for (;;) {
+		struct guest_msg m;
+		r = guest_stream_read(s, &m, (int)deadline_left(deadline));
+		if (r == 0) {
+			r = -ECONNRESET; /* ended without END: cannot happen, be safe */
+			break;
+		}
+		if (r < 0)
+			break;
+		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
+			*result = m.json;
+			m.json = NULL;
+			r = m.kind == GUEST_MSG_END ? 0 : -EPROTO;
+			guest_msg_clear(&m);
+			break;
+		}
+		guest_msg_clear(&m);
+	}
+	guest_stream_close(s); /* cancels first if it did not end */
+	return r;
+}
+
+/* Read the gate's END (c->lock not held; this thread took c->gate) and
+ * publish the outcome.  An END with an "error" member or an ERROR is -EIO. */
+static int gate_read(struct guest_conn *c, struct guest_stream *s, int64_t deadline)
+{
+	json_t *res = NULL;
+	int r = call_finish(s, deadline, &res);
+	if (r == 0 && json_object_get(res, "error"))
+		r = -EIO;
+	if (r == -EPROTO)
+		r = -EIO;
+	if (r < 0) {
+		char *txt = res ? json_dumps(res, JSON_COMPACT) : NULL;
+		char q[300];
+		log_kv(LOG_WARN, "guest_conn.gate_failed", "err=%d reply=%s", r,
+		       log_quote(txt ? txt : "", q, sizeof(q)));
+		free(txt);
+	}
+	json_decref(res);
+	pthread_mutex_lock(&c->lock);
+	c->gate_state = r < 0 ? GATE_FAILED : GATE_OK;
+	c->gate_err = r;
+	pthread_cond_broadcast(&c->gate_cond);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Wait until c's gate, if any, has ended: 0 when it passed (or there is
+ * none), its -errno when it failed. */
+static int gate_pass(struct guest_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		int st = c->gate_state;
+		if (st == GATE_NONE || st == GATE_OK) {
+			pthread_mutex_unlock(&c->lock);
+			return 0;
+		}
+		if (st == GATE_FAILED) {
+			int r = c->gate_err;
+			pthread_mutex_unlock(&c->lock);
+			return r;
+		}
+		if (st == GATE_PENDING) {
+			struct guest_stream *s = c->gate;
+			int64_t deadline = c->gate_deadline;
+			c->gate = NULL;
+			c->gate_state = GATE_READING;
+			pthread_mutex_unlock(&c->lock);
+			return gate_read(c, s, deadline);
+		}
+		/* another opener reads it; it gives up at the same deadline */
+		if (deadline_cond_wait(&c->gate_cond, &c->lock, c->gate_deadline + 1000) ==
+		    -ETIMEDOUT) {
+			pthread_mutex_unlock(&c->lock);
+			return -ETIMEDOUT;
+		}
+	}
+}
+
+int guest_stream_gate_open(struct guest_conn *c, json_t *req, int timeout_ms)
+{
+	int r = gate_pass(c); /* one gate at a time, in order */
+	if (r < 0)
+		return r;
+	struct guest_stream *s;
+	if ((r = stream_open(c, req, &s)) < 0)
+		return r;
+	pthread_mutex_lock(&c->lock);
+	c->gate = s;
+	c->gate_state = GATE_PENDING;
+	c->gate_err = 0;
+	c->gate_deadline = deadline_after(timeout_ms);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int guest_stream_gate_wait(struct guest_conn *c)
+{
+	return gate_pass(c);
+}
+
+void guest_stream_gate_drop(struct guest_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	struct guest_stream *s = c->gate;
+	c->gate = NULL;
+	if (c->gate_state == GATE_PENDING) {
+		c->gate_state = GATE_FAILED;
+		c->gate_err = -ECONNRESET;
+	}
+	pthread_cond_broadcast(&c->gate_cond);
+	pthread_mutex_unlock(&c->lock);
+	guest_stream_close(s);
+}
+
+int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **out)
+{
+	int r = gate_pass(c);
+	return r < 0 ? r : stream_open(c, req, out);
 }
 
 uint32_t guest_stream_id(const struct guest_stream *s)
@@ -654,27 +785,5 @@ int guest_call(struct guest_conn *c, json_t *req, int timeout_ms, json_t **resul
 	*result = NULL;
 	struct guest_stream *s;
 	int r = guest_stream_open(c, req, &s);
-	if (r < 0)
-		return r;
-	int64_t deadline = deadline_after(timeout_ms);
-	for (;;) {
-		struct guest_msg m;
-		r = guest_stream_read(s, &m, (int)deadline_left(deadline));
-		if (r == 0) {
-			r = -ECONNRESET; /* ended without END: cannot happen, be safe */
-			break;
-		}
-		if (r < 0)
-			break;
-		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
-			*result = m.json;
-			m.json = NULL;
-			r = m.kind == GUEST_MSG_END ? 0 : -EPROTO;
-			guest_msg_clear(&m);
-			break;
-		}
-		guest_msg_clear(&m);
-	}
-	guest_stream_close(s); /* cancels first if it did not end */
-	return r;
+	return r < 0 ? r : call_finish(s, deadline_after(timeout_ms), result);
 }

@@ -29,10 +29,35 @@ struct guest_stream;
 
 /*
  * guest_stream_open - open a stream with request req (borrowed; serialised
- * and sent as OPEN).  Returns 0 with *out owned by the caller, -EMFILE (256
- * streams open), -ECONNRESET, -E2BIG (request over the payload cap), -ENOMEM.
+ * and sent as OPEN).  When the connection has a gate (below) that has not
+ * ended, first waits for it (up to the gate's own timeout): the agent then
+ * sees this request only after the gate's work is done.  Returns 0 with *out
+ * owned by the caller, -EMFILE (256 streams open), -ECONNRESET, -E2BIG
+ * (request over the payload cap), -ENOMEM; the gate's error (-EIO, -ETIMEDOUT,
+ * -ECONNRESET) when it failed, for every later open.
  */
 int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **out);
+
+/*
+ * The gate: a call whose answer the caller does not wait for, but that every
+ * stream opened after it waits for.  The restore message uses it so that a
+ * pooled sandbox is handed out as soon as the message is sent: the agent
+ * handles requests in the order they are opened, and no request of the new
+ * owner is even sent before the restore's END says the clock and the entropy
+ * are in place (docs/agent-protocol.md, "restore").
+ *
+ * guest_stream_gate_open - open a stream with req (borrowed) as c's gate;
+ * waits for an earlier gate first.  timeout_ms bounds the wait for its END.
+ * Returns 0 (sent), or what guest_stream_open returns.
+ *
+ * guest_stream_gate_wait - wait for c's gate to end.  Returns 0 when it
+ * ended with an END without an "error" member (or there is none); -EIO (an
+ * ERROR, or an END with "error": logged with the reply), -ETIMEDOUT,
+ * -ECONNRESET; the same value again on every later call, and from every
+ * later guest_stream_open.  Any thread; the first waiter reads the END.
+ */
+int guest_stream_gate_open(struct guest_conn *c, json_t *req, int timeout_ms);
+int guest_stream_gate_wait(struct guest_conn *c);
 
 /* guest_stream_id - the stream's id on the wire (for logs). */
 uint32_t guest_stream_id(const struct guest_stream *s);

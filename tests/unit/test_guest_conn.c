@@ -314,6 +314,83 @@ static void test_end_then_zero_and_epipe(void **state)
 	fake_close(&f);
 }
 
+/* A thread opening a stream while the restore gate is pending. */
+struct late_open {
+	struct guest_conn *c;
+	int done;          /* set (atomically) when guest_stream_open returned */
+	int r;
+	struct guest_stream *s;
+};
+
+static void *late_open_main(void *arg)
+{
+	struct late_open *o = arg;
+	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd", "x");
+	o->r = guest_stream_open(o->c, req, &o->s);
+	json_decref(req);
+	__atomic_store_n(&o->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The restore sent as a gate: guest_conn_restore_send returns before the
+ * agent answers; a stream opened meanwhile reaches the agent only after the
+ * restore's END; a failed restore fails every later open. */
+static void test_restore_gate_orders_and_fails_closed(void **state)
+{
+	(void)state;
+	for (int fail = 0; fail < 2; fail++) {
+		struct fake f;
+		struct guest_conn *c = connect_fake(&f);
+		assert_int_equal(guest_conn_restore_send(c, NULL, 5000), 0);
+		uint8_t buf[512];
+		struct proto_frame fr;
+		assert_int_equal(fake_next(&f, &fr, buf, sizeof(buf), 5000), 1);
+		assert_int_equal(fr.type, PROTO_OPEN);
+		assert_non_null(memmem(buf, fr.len, "\"op\":\"restore\"", 14));
+		uint32_t rid = fr.stream;
+		struct late_open o = {.c = c};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, late_open_main, &o), 0);
+		/* the probe: nothing reaches the agent while the restore is open */
+		assert_int_equal(fake_next(&f, &fr, buf, sizeof(buf), 300), 0);
+		assert_int_equal(__atomic_load_n(&o.done, __ATOMIC_ACQUIRE), 0);
+		if (fail)
+			fake_send(&f, PROTO_END, 0, rid, "{\"error\": {\"code\": \"EIO\"}}", 26);
+		else
+			fake_send(&f, PROTO_END, 0, rid, "{\"clock_set\": true}", 19);
+		pthread_join(th, NULL);
+		if (!fail) {
+			assert_int_equal(o.r, 0);
+			assert_true(fake_expect(&f, PROTO_OPEN, buf, sizeof(buf)) > 0);
+			assert_non_null(memmem(buf, 40, "exec", 4));
+			guest_stream_close(o.s);
+			assert_int_equal(guest_stream_gate_wait(c), 0);
+		} else {
+			assert_int_equal(o.r, -EIO);
+			struct guest_stream *s;
+			json_t *req = json_pack("{s:s}", "op", "exec");
+			assert_int_equal(guest_stream_open(c, req, &s), -EIO);
+			json_decref(req);
+			assert_int_equal(guest_stream_gate_wait(c), -EIO);
+			/* and the host sent the agent nothing more */
+			assert_int_equal(fake_next(&f, &fr, buf, sizeof(buf), 200), 0);
+		}
+		guest_conn_close(c);
+		fake_close(&f);
+	}
+}
+
+/* A gate nobody read when the connection closes: no leak, no hang. */
+static void test_restore_gate_dropped_at_close(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct guest_conn *c = connect_fake(&f);
+	assert_int_equal(guest_conn_restore_send(c, NULL, 5000), 0);
+	guest_conn_close(c);
+	fake_close(&f);
+}
+
 /* A guest flooding ERROR frames on stream 0 costs the daemon's log a
  * bounded number of lines, and the connection keeps working. */
 static void test_agent_error_flood_bounded_in_log(void **state)
@@ -365,6 +442,8 @@ int main(void)
 		cmocka_unit_test(test_stalled_agent_times_out),
 		cmocka_unit_test(test_end_then_zero_and_epipe),
 		cmocka_unit_test(test_agent_error_flood_bounded_in_log),
+		cmocka_unit_test(test_restore_gate_orders_and_fails_closed),
+		cmocka_unit_test(test_restore_gate_dropped_at_close),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
