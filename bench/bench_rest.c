@@ -203,7 +203,8 @@ int bench_create(struct bench_daemon *d, const char *template, double *ms, char 
 	return 0;
 }
 
-int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *ms)
+int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *ms, char *out,
+	       size_t outlen)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
@@ -223,6 +224,8 @@ int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *
 	    !json_is_integer(json_object_get(o, "exit_code"))) {
 		fprintf(stderr, "bench: exec answered %ld: %.300s\n", st, a.buf ? a.buf : "");
 		r = r < 0 ? r : -EIO;
+	} else if (out && outlen) {
+		snprintf(out, outlen, "%s", json_string_value(json_object_get(o, "stdout")) ?: "");
 	}
 	json_decref(o);
 	free(a.buf);

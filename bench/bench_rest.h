@@ -47,10 +47,13 @@ int bench_create(struct bench_daemon *d, const char *template, double *ms, char 
 
 /*
  * bench_exec - POST /v1/sandboxes/<id>/exec {"cmd": cmd}, timed from the
- * request to the whole answer (*ms).  Returns 0 when it answered 200 with
- * exit_code 0, -EIO otherwise (the answer on stderr), or -errno.
+ * request to the whole answer (*ms).  The command's stdout (NUL-terminated,
+ * at most outlen - 1 bytes) goes to out when out is not NULL.  Returns 0
+ * when it answered 200 with exit_code 0, -EIO otherwise (the answer on
+ * stderr), or -errno.
  */
-int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *ms);
+int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *ms, char *out,
+	       size_t outlen);
 
 /* bench_delete - DELETE /v1/sandboxes/<id>.  0 or -errno. */
 int bench_delete(struct bench_daemon *d, const char *id);

@@ -20,7 +20,13 @@
  *   prestarted  the earlier pool's path: QEMU already started and waiting
  *               in -incoming defer (not timed), then the rest of the
  *               restore (migrate, cont, agent, restore message) timed
- *   exec        round trip of `true` on one sandbox: p50 of 100
+ *   exec        round trip of `true` on one sandbox: p50 of 100, through
+ *               the engine (vm_restore, guest_run_exec) and through the REST
+ *               API (POST /v1/sandboxes/{id}/exec of a daemon started here,
+ *               pool off); beside each, its peer in the same sandbox: the
+ *               guest's own cost of spawning `/bin/sh -c true`, timed inside
+ *               the guest (a shell loop of 50 spawns, median
+ *               of 3), and the difference
  *   memory      20 idle sandboxes: PSS and RSS of each QEMU (smaps_rollup),
  *               the monitor processes, and the fall of MemAvailable; their
  *               host CPU while idle (/proc/<pid>/stat utime+stime over 10 s)
@@ -32,6 +38,7 @@
  *   tb-size     idle PSS of clones after a pandas workload, per TCG
  *               translation-buffer size (BENCH_TB=0 skips)
  * Figures go to stdout, one "name value unit" line each, then the ratios.
+ * BENCH_ONLY=exec runs the exec figures alone.
  * With PANDASTACK_LOG=debug every restore logs its phases on stderr
  * (vm.restore_phases; bench/phases.py summarises them).
  */
@@ -558,6 +565,81 @@ static double pct_d(double *v, int n, int p)
 	return v[i >= n ? n - 1 : i];
 }
 
+/* The guest's own cost of spawning `/bin/sh -c true`: a shell loop of 50
+ * spawns timed inside the guest; it prints the microseconds per spawn. */
+#define GUEST_FLOOR_SCRIPT                                                                     \
+	"t0=$(date +%s%N); i=0; while [ $i -lt 50 ]; do /bin/sh -c true; i=$((i+1)); done; " \
+	"t1=$(date +%s%N); echo $(( (t1 - t0) / 50000 ))"
+
+/* The guest's own cost of spawning /bin/sh -c true, through the engine:
+ * median of 3 runs of GUEST_FLOOR_SCRIPT, ms. */
+static double guest_floor_engine(struct guest_conn *c)
+{
+	double f[3];
+	for (int i = 0; i < 3; i++) {
+		struct guest_run_result res;
+		int r = guest_run_exec(c, GUEST_FLOOR_SCRIPT, NULL, &res);
+		if (r < 0 || res.exit_code != 0)
+			die("guest floor", r < 0 ? r : -EIO, "");
+		f[i] = strtod(res.out ? res.out : "0", NULL) / 1000.0;
+		guest_run_result_free(&res);
+	}
+	return pct_d(f, 3, 50);
+}
+
+/* exec of `true` through the REST API of a daemon started here (pool off):
+ * p50/p99 of n after two untimed ones, and the guest floor in the same
+ * sandbox (median of 3), ms. */
+static void api_exec_series(const char *name, const char *cache, int n, double *p50,
+			    double *p99, double *floor)
+{
+	const char *bin = getenv("BENCH_DAEMON") ? getenv("BENCH_DAEMON") : "build/pandastackd";
+	char dir[PATH_MAX], id[64], out[64];
+	run_dir(dir, "api-exec");
+	struct bench_daemon d;
+	int r = bench_daemon_start(&d, bin, dir, cache, name, 0);
+	if (r < 0)
+		die("starting pandastackd (BENCH_DAEMON)", r, dir);
+	double ms, *v = calloc((size_t)n, sizeof(*v)), f[3];
+	int from_pool = 0;
+	if (!v || (r = bench_create(&d, name, &ms, id, &from_pool)) < 0) {
+		bench_daemon_stop(&d);
+		die("create through the API", v ? r : -ENOMEM, "");
+	}
+	for (int i = -2; i < n; i++) {
+		if ((r = bench_exec(&d, id, "true", &ms, NULL, 0)) < 0) {
+			bench_daemon_stop(&d);
+			die("exec through the API", r, "");
+		}
+		if (i >= 0)
+			v[i] = ms;
+	}
+	for (int i = 0; i < 3; i++) {
+		if ((r = bench_exec(&d, id, GUEST_FLOOR_SCRIPT, &ms, out, sizeof(out))) < 0) {
+			bench_daemon_stop(&d);
+			die("guest floor through the API", r, "");
+		}
+		f[i] = strtod(out, NULL) / 1000.0;
+	}
+	bench_delete(&d, id);
+	bench_daemon_stop(&d);
+	*floor = pct_d(f, 3, 50);
+	*p50 = pct_d(v, n, 50);
+	*p99 = pct_d(v, n, 99);
+	free(v);
+}
+
+/* api_exec_series's figures, printed. */
+static void api_exec_figures(const char *name, const char *cache)
+{
+	double e50, e99, floor;
+	api_exec_series(name, cache, 100, &e50, &e99, &floor);
+	printf("api_exec_true_p50 %.1f ms\napi_exec_true_p99 %.1f ms\n"
+	       "api_exec_guest_sh_true %.1f ms (peer: /bin/sh -c true timed in the same guest)\n"
+	       "api_exec_true_over_guest %.1f ms (api_exec_true_p50 - api_exec_guest_sh_true)\n",
+	       e50, e99, floor, e50 - floor);
+}
+
 /* n creates through a daemon's REST API with a pool of `pool` ready
  * sandboxes (each waits until one is ready: want_pool 1) or none
  * (want_pool 0); every answer must say which path it took.  p50/p99 in ms. */
@@ -586,7 +668,7 @@ static void api_series(const char *name, const char *cache, int n, unsigned pool
 		/* the create's answer may come before the guest took the restore
 		 * message (its first request waits for it): time that too */
 		double ex;
-		if ((r = bench_exec(&d, id, "true", &ex)) < 0) {
+		if ((r = bench_exec(&d, id, "true", &ex, NULL, 0)) < 0) {
 			bench_daemon_stop(&d);
 			die("first exec after a create", r, "");
 		}
@@ -626,6 +708,37 @@ static void api_creates(const char *name, const char *cache, int n, double *pool
 	       f50, f99);
 }
 
+/* exec of `true` through the engine on one sandbox: p50/p99 of 100, and
+ * the guest floor in the same sandbox. */
+static void exec_figures(struct template *t)
+{
+	struct vm *one = NULL;
+	struct vm_err verr;
+	char dir[PATH_MAX];
+	long long v[100];
+	int r;
+	run_dir(dir, "x");
+	if ((r = vm_restore(t, dir, NULL, 60000, &one, &verr)) < 0)
+		die("vm_restore", r, verr.msg);
+	for (int i = 0; i < 100; i++) {
+		struct guest_run_result res;
+		int64_t t0 = util_now_ms();
+		r = guest_run_exec(vm_agent(one), "true", NULL, &res);
+		v[i] = util_now_ms() - t0;
+		if (r < 0 || res.exit_code != 0)
+			die("exec true", r, "");
+		guest_run_result_free(&res);
+	}
+	long long exec_p50 = pct(v, 100, 50);
+	double floor = guest_floor_engine(vm_agent(one));
+	printf("exec_true_p50 %lld ms\nexec_true_p99 %lld ms\n", exec_p50, pct(v, 100, 99));
+	printf("exec_guest_sh_true %.1f ms (peer: /bin/sh -c true timed in the same guest)\n"
+	       "exec_true_over_guest %.1f ms (exec_true_p50 - exec_guest_sh_true)\n",
+	       floor, (double)exec_p50 - floor);
+	vm_stop(one);
+	vm_free(one);
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "code-interpreter";
@@ -649,6 +762,17 @@ int main(int argc, char **argv)
 		return 1;
 	printf("bench create: template %s, %s, %u MiB, QEMU %s, %d runs\n", name,
 	       accel_name(template_accel(t)), template_memory_mib(t), t->qemu_version, n);
+	int only_exec = getenv("BENCH_ONLY") && !strcmp(getenv("BENCH_ONLY"), "exec");
+	int api = !(getenv("BENCH_API") && !strcmp(getenv("BENCH_API"), "0"));
+	if (only_exec) {
+		if (api)
+			api_exec_figures(name, cache);
+		exec_figures(t);
+		free(m);
+		util_rm_rf(base);
+		template_free(t);
+		return 0;
+	}
 	long long *v = calloc((size_t)(n > 100 ? n : 100), sizeof(*v));
 	struct vm_err verr;
 	char dir[PATH_MAX];
@@ -658,12 +782,14 @@ int main(int argc, char **argv)
 	if ((r = nojail_start(t, &nj)) < 0)
 		fprintf(stderr, "bench: no unjailed peer: %s\n", strerror(-r));
 
-	/* through the REST API: the ready pool, then no pool */
+	/* through the REST API: the ready pool, then no pool; exec of true */
 	double api_pool_p50 = -1, api_pool_p99 = -1, api_tpl_p50 = -1, api_tpl_p99 = -1;
-	if (!(getenv("BENCH_API") && !strcmp(getenv("BENCH_API"), "0")))
+	if (api) {
 		api_creates(name, cache, n, &api_pool_p50, &api_pool_p99, &api_tpl_p50, &api_tpl_p99);
-	else
+		api_exec_figures(name, cache);
+	} else {
 		printf("api skipped (BENCH_API=0)\n");
+	}
 
 	/* 1. create without the pool, each followed by an unjailed one */
 	long long *net_us = calloc((size_t)n, sizeof(*net_us));
@@ -722,23 +848,7 @@ int main(int argc, char **argv)
 	printf("create_prestarted_p50 %lld ms\ncreate_prestarted_p99 %lld ms\n", pre_p50, pre_p99);
 
 	/* 3. exec round trip */
-	struct vm *one = NULL;
-	run_dir(dir, "x");
-	if ((r = vm_restore(t, dir, NULL, 60000, &one, &verr)) < 0)
-		die("vm_restore", r, verr.msg);
-	for (int i = 0; i < 100; i++) {
-		struct guest_run_result res;
-		int64_t t0 = util_now_ms();
-		r = guest_run_exec(vm_agent(one), "true", NULL, &res);
-		v[i] = util_now_ms() - t0;
-		if (r < 0 || res.exit_code != 0)
-			die("exec true", r, "");
-		guest_run_result_free(&res);
-	}
-	long long exec_p50 = pct(v, 100, 50);
-	printf("exec_true_p50 %lld ms\nexec_true_p99 %lld ms\n", exec_p50, pct(v, 100, 99));
-	vm_stop(one);
-	vm_free(one);
+	exec_figures(t);
 
 	/* 4. memory of 20 idle sandboxes */
 	enum { IDLE = 20 };
