@@ -128,7 +128,7 @@ int cgroup_prepare(const char *dir)
 
 int cgroup_exec_new(const char *dir, uint64_t seq, struct exec_cgroup *cg)
 {
-	cg->procs_fd = -1;
+	cg->dir_fd = -1;
 	if (snprintf(cg->path, sizeof(cg->path), "%s/exec-%llu", dir,
 		     (unsigned long long)seq) >= (int)sizeof(cg->path))
 		return -ENAMETOOLONG;
@@ -137,10 +137,8 @@ int cgroup_exec_new(const char *dir, uint64_t seq, struct exec_cgroup *cg)
 	char v[32];
 	snprintf(v, sizeof(v), "%lld", group_pids_max());
 	write_attr(cg->path, "pids.max", v); /* best effort: no pids controller */
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof(p), "%s/cgroup.procs", cg->path);
-	cg->procs_fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (cg->procs_fd < 0) {
+	cg->dir_fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->dir_fd < 0) {
 		int e = -errno;
 		rmdir(cg->path);
 		return e;
@@ -150,9 +148,14 @@ int cgroup_exec_new(const char *dir, uint64_t seq, struct exec_cgroup *cg)
 
 int cgroup_exec_join_self(const struct exec_cgroup *cg)
 {
-	if (cg->procs_fd < 0)
+	if (cg->dir_fd < 0)
 		return -EBADF;
-	return write(cg->procs_fd, "0", 1) == 1 ? 0 : -errno;
+	int fd = openat(cg->dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return r;
 }
 
 int cgroup_exec_kill(const struct exec_cgroup *cg)
@@ -213,9 +216,9 @@ static void limit_lingering(const char *path)
 
 void cgroup_exec_release(struct exec_cgroup *cg)
 {
-	if (cg->procs_fd >= 0)
-		close(cg->procs_fd);
-	cg->procs_fd = -1;
+	if (cg->dir_fd >= 0)
+		close(cg->dir_fd);
+	cg->dir_fd = -1;
 	if (!cg->path[0])
 		return;
 	if (rmdir(cg->path) < 0 && errno == EBUSY) {

@@ -3,8 +3,12 @@
  * kills the whole process tree (cgroup.kill), including processes that left
  * the exec's session or process group.
  *
- * Groups are <dir>/exec-<n>; the child joins its group between fork and
- * exec by writing "0" to the cgroup.procs descriptor opened here.  A group
+ * Groups are <dir>/exec-<n>; the child is created inside its group (clone3
+ * with CLONE_INTO_CGROUP on the group's folder descriptor opened here), or,
+ * on a kernel without it, joins between fork and exec (cgroup.procs).
+ * Moving a running process costs the guest an RCU grace period (the
+ * kernel's cgroup_threadgroup_rwsem taken for writing): ~10 ms under
+ * emulation, on every exec; being created inside the group costs nothing.  A group
  * still holding processes when its exec ends (a background job the user
  * left running) cannot be removed yet: it is remembered and removed by
  * cgroup_sweep once empty (the agent calls it whenever it reaps an orphan).
@@ -29,7 +33,8 @@
 
 struct exec_cgroup {
 	char path[PATH_MAX];
-	int procs_fd;   /* cgroup.procs, O_WRONLY|O_CLOEXEC; -1 when closed */
+	int dir_fd;     /* the group's folder, O_RDONLY|O_DIRECTORY|O_CLOEXEC;
+	                 * -1 when closed */
 };
 
 /* cgroup_enable_controllers - enable the pids and cpu controllers for
@@ -46,12 +51,13 @@ int cgroup_enable_controllers(const char *dir);
 int cgroup_prepare(const char *dir);
 
 /* cgroup_exec_new - create <dir>/exec-<seq> with its pids.max (when the
- * pids controller is on; see above) and open its cgroup.procs.
+ * pids controller is on; see above) and open its folder (dir_fd).
  * Returns 0 with *cg filled, or -errno (nothing left behind). */
 int cgroup_exec_new(const char *dir, uint64_t seq, struct exec_cgroup *cg);
 
-/* cgroup_exec_join_self - in the forked child: move the calling process
- * into cg.  Async-signal-safe.  Returns 0 or -errno. */
+/* cgroup_exec_join_self - in a forked child not created inside cg: move
+ * the calling process into cg (its cgroup.procs).  Async-signal-safe.
+ * Returns 0 or -errno. */
 int cgroup_exec_join_self(const struct exec_cgroup *cg);
 
 /* cgroup_exec_kill - SIGKILL every process in cg (cgroup.kill).

@@ -8,15 +8,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/loop.h"
+#include "common/log.h"
 #include "common/util.h"
+
+/* Whether clone3 can create a child inside its group: 0 not tried yet,
+ * 1 yes, -1 no (a kernel before 5.7: fork, then the child joins). */
+static int clone_into_cgroup = 0;
 
 /* In the child: report (stage, errno) on the error pipe and exit. */
 static void __attribute__((noreturn)) child_fail(int errfd, int stage)
@@ -28,10 +35,10 @@ static void __attribute__((noreturn)) child_fail(int errfd, int stage)
 }
 
 static void __attribute__((noreturn))
-child_run(const struct child *c, const struct child_spec *sp, uint64_t nofile, int in_r,
-	  int out_w, int err_w, int errpipe_w)
+child_run(const struct child *c, const struct child_spec *sp, int in_group, uint64_t nofile,
+	  int in_r, int out_w, int err_w, int errpipe_w)
 {
-	if (c->has_cg)
+	if (c->has_cg && !in_group)
 		cgroup_exec_join_self(&c->cg); /* best effort: the pgroup still works */
 	setsid();
 	loop_child_sigreset();
@@ -57,6 +64,38 @@ child_run(const struct child *c, const struct child_spec *sp, uint64_t nofile, i
 	child_fail(errpipe_w, 3);
 }
 
+/*
+ * Fork the command's process: created inside c's group when it has one
+ * (clone3, CLONE_INTO_CGROUP; *in_group = 1), else a plain fork (the child
+ * joins itself).  Like fork(): the child's pid, 0 in the child, or -1 with
+ * errno.  A raw clone3 runs no atfork handlers; the child needs none, as it
+ * only calls async-signal-safe functions before execve.
+ */
+static pid_t fork_child(const struct child *c, int *in_group)
+{
+	*in_group = 0;
+	if (c->has_cg && clone_into_cgroup >= 0) {
+		struct clone_args a = {
+			.flags = CLONE_INTO_CGROUP,
+			.exit_signal = SIGCHLD,
+			.cgroup = (uint64_t)c->cg.dir_fd,
+		};
+		long pid = syscall(SYS_clone3, &a, sizeof(a));
+		if (pid >= 0) {
+			clone_into_cgroup = 1;
+			*in_group = 1;
+			return (pid_t)pid;
+		}
+		if (errno == EAGAIN || errno == ENOMEM)
+			return -1; /* fork would fail the same way */
+		if (errno == ENOSYS || errno == E2BIG) {
+			clone_into_cgroup = -1;
+			log_kv(LOG_INFO, "agent.clone_into_cgroup", "supported=0 errno=%d", errno);
+		}
+	}
+	return fork();
+}
+
 static int make_pipe(int p[2], int nonblock_end)
 {
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -79,7 +118,7 @@ int child_spawn(struct agent_env *env, const struct child_spec *sp, struct child
 {
 	memset(c, 0, sizeof(*c));
 	c->out_fd[0] = c->out_fd[1] = c->in_fd = c->err_fd = -1;
-	c->cg.procs_fd = -1;
+	c->cg.dir_fd = -1;
 	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, perr[2] = {-1, -1};
 	int r = make_pipe(po, 0);
 	if (!r)
@@ -92,13 +131,14 @@ int child_spawn(struct agent_env *env, const struct child_spec *sp, struct child
 		c->has_cg = 1;
 	c->t_cg_us = util_now_us();
 	pid_t pid = -1;
+	int in_group = 0;
 	if (!r) {
-		pid = fork();
+		pid = fork_child(c, &in_group);
 		if (pid < 0)
 			r = -errno;
 	}
 	if (pid == 0)
-		child_run(c, sp, env->child_nofile, pi[0], po[1], pe[1], perr[1]);
+		child_run(c, sp, in_group, env->child_nofile, pi[0], po[1], pe[1], perr[1]);
 	if (r < 0) {
 		close_pair(po);
 		close_pair(pe);

@@ -119,7 +119,7 @@ static void release_group(struct agent_command *c)
 	if (!c->ch.has_cg || c->cg_released)
 		return;
 	c->kill_cg = c->ch.cg;
-	c->kill_cg.procs_fd = -1;
+	c->kill_cg.dir_fd = -1;
 	cgroup_exec_release(&c->ch.cg);
 	c->cg_released = 1;
 }

@@ -254,6 +254,46 @@ static void test_timeout_kills_escaped_tree_with_cgroup(void **state)
 	assert_int_equal(rmdir(cg), 0);
 }
 
+/* The cgroup v2 group an exec's shell reports for itself (the "0::" line
+ * of /proc/self/cgroup), in buf, its newline cut. */
+static void exec_own_cgroup(struct guest_conn *c, char *buf, size_t len)
+{
+	json_t *req = json_pack("{s:s, s:s}", "op", "exec", "cmd",
+				"grep '^0::' /proc/self/cgroup");
+	struct exec_result r;
+	assert_int_equal(harness_exec(c, req, NULL, 0, &r, 30000), 0);
+	assert_int_equal(end_int(r.end, "exit_code"), 0);
+	snprintf(buf, len, "%.*s", (int)strcspn((const char *)r.out, "\n"), (const char *)r.out);
+	exec_result_clear(&r);
+}
+
+/* With --cgroup every exec starts inside a group of its own under that
+ * folder (created there, or joined before execve on older kernels); the
+ * control: without --cgroup it stays in the agent's. */
+static void test_exec_runs_in_its_own_group(void **state)
+{
+	struct fixture *f = *state;
+	char cg[PATH_MAX], mine[PATH_MAX + 16], got[PATH_MAX + 16], other[PATH_MAX + 16];
+	snprintf(mine, sizeof(mine), "/pandastack-test-%d/exec-", (int)getpid());
+	exec_own_cgroup(f->c, got, sizeof(got));
+	assert_null(strstr(got, "/exec-"));
+	if (!usable_cgroup(cg, sizeof(cg)))
+		skip();
+	struct agent_proc a;
+	struct guest_conn *c;
+	assert_int_equal(harness_start_as(&a, 0, cg), 0);
+	assert_int_equal(guest_conn_open(a.sock, 5000, &c), 0);
+	exec_own_cgroup(c, got, sizeof(got));
+	exec_own_cgroup(c, other, sizeof(other));
+	/* "0::<path>": a group of its own below our folder, a new one each time */
+	assert_non_null(strstr(got, mine));
+	assert_non_null(strstr(other, mine));
+	assert_string_not_equal(got, other);
+	guest_conn_close(c);
+	assert_int_equal(harness_stop(&a), 0);
+	assert_int_equal(rmdir(cg), 0);
+}
+
 static void test_cancel_kills_command(void **state)
 {
 	struct fixture *f = *state;
@@ -650,6 +690,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stdout_20mib, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_kills_tree, setup, teardown),
 		cmocka_unit_test(test_timeout_kills_escaped_tree_with_cgroup),
+		cmocka_unit_test_setup_teardown(test_exec_runs_in_its_own_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_kills_command, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_job_does_not_hold_exec, setup,
 						teardown),
