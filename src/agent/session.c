@@ -682,7 +682,7 @@ static void flush(struct session *S)
 	set_io_events(S);
 }
 
-/* After every loop iteration: run pumps, release finished ops, write. */
+/* After every loop iteration: run pumps, write, release finished ops. */
 static void on_idle(void *ctx)
 {
 	struct session *S = ctx;
@@ -700,11 +700,15 @@ static void on_idle(void *ctx)
 					kicked = 1;
 				}
 			}
-			s = S->slot[i];
+		}
+		/* the frames go out first, then ended ops are released: an exec's
+		 * END does not wait for the removal of its cgroup */
+		flush(S);
+		for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++) {
+			struct astream *s = S->slot[i];
 			if (s && s->ended && !s->destroyed)
 				destroy_op(s);
 		}
-		flush(S);
 		if (!kicked)
 			break;
 	}
