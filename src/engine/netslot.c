@@ -157,6 +157,51 @@ static int load_rules(char *err, size_t errlen)
 	return r;
 }
 
+/* How many low descriptor numbers the rules' thread frees for itself. */
+#define RULES_LOW_FDS 64
+
+struct rules_job {
+	char *err;
+	size_t errlen;
+	int r;
+};
+
+/*
+ * libnftables waits on its netlink socket with select(2), and glibc aborts
+ * the process when that socket's number is FD_SETSIZE (1024) or more, as it
+ * is once the daemon holds the descriptors of a hundred sandboxes.  So the
+ * rules load on a thread of their own (it inherits its creator's network
+ * namespace) with a private copy of the descriptor table
+ * (unshare(CLONE_FILES)) whose low numbers it closes: the socket gets a
+ * small number, and the copy goes with the thread.  Closing copies touches
+ * nothing of the daemon's: its open files keep their other references, and
+ * its POSIX locks belong to its own table.
+ */
+static void *rules_main(void *arg)
+{
+	struct rules_job *j = arg;
+	if (unshare(CLONE_FILES) < 0) {
+		j->r = -errno;
+		snprintf(j->err, j->errlen, "nftables: a descriptor table of its own: %s",
+			 strerror(errno));
+		return NULL;
+	}
+	close_range(3, RULES_LOW_FDS - 1, 0);
+	j->r = load_rules(j->err, j->errlen);
+	return NULL;
+}
+
+static int load_rules_low_fds(char *err, size_t errlen)
+{
+	struct rules_job j = {.err = err, .errlen = errlen, .r = 0};
+	pthread_t t;
+	int e = pthread_create(&t, NULL, rules_main, &j);
+	if (e)
+		return -e;
+	pthread_join(t, NULL);
+	return j.r;
+}
+
 static int listen_on(int type, unsigned port, int *out)
 {
 	int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -228,7 +273,7 @@ static int do_create(struct job *j)
 		    (step = "tap netmask",
 		     r = set_ipv4(sock, NETSLOT_TAP, SIOCSIFNETMASK, "255.255.255.0")) == 0 &&
 		    (step = "tap up", r = link_up(sock, NETSLOT_TAP)) == 0)
-			step = "nftables", r = load_rules(j->err, sizeof(j->err));
+			step = "nftables", r = load_rules_low_fds(j->err, sizeof(j->err));
 	}
 	if (r == 0)
 		step = "listeners", r = make_listeners(&s->l);

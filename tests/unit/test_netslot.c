@@ -4,10 +4,12 @@
  * exist outside it; the nftables ruleset is loaded; the daemon's listeners
  * accept connections made inside the namespace; listeners can be made anew
  * for an existing namespace (adoption); a socket towards the guest is made
- * inside it.  Needs root (CAP_NET_ADMIN); skipped otherwise.
+ * inside it; all of it still works while the process holds more than
+ * FD_SETSIZE descriptors.  Needs root (CAP_NET_ADMIN); skipped otherwise.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -128,10 +131,59 @@ static void test_slot(void **state)
 	netslot_close(&s);
 }
 
+/* A daemon with a hundred sandboxes holds more than FD_SETSIZE (1024)
+ * descriptors; libnftables' select(2) on a socket numbered that high
+ * aborted the process.  A slot is still made, its rules loaded. */
+static void test_slot_with_many_descriptors(void **state)
+{
+	(void)state;
+	NEED_ROOT();
+	enum { HOLD = 1100 };
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max < HOLD + 64)
+		skip();
+	struct rlimit old = rl;
+	if (rl.rlim_cur < HOLD + 64) {
+		rl.rlim_cur = HOLD + 64;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	static int held[HOLD];
+	int n = 0;
+	int dn = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(dn >= 0);
+	while (n < HOLD) {
+		int fd = fcntl(dn, F_DUPFD_CLOEXEC, 0);
+		assert_true(fd >= 0);
+		held[n++] = fd;
+		if (fd >= 1100)
+			break;
+	}
+	/* positive control: the next descriptor is past FD_SETSIZE */
+	int next = fcntl(dn, F_DUPFD_CLOEXEC, 0);
+	assert_true(next >= 1024);
+	close(next);
+	struct netslot s;
+	char err[256];
+	int r = netslot_create(&s, err, sizeof(err));
+	for (int i = 0; i < n; i++)
+		close(held[i]);
+	close(dn);
+	if (r < 0)
+		fail_msg("netslot_create: %d %s", r, err);
+	struct probe p = {.netns = s.netns, .fd = -1};
+	probe(&p);
+	assert_true(p.rules_loaded);
+	close(p.fd);
+	netslot_close(&s);
+	setrlimit(RLIMIT_NOFILE, &old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slot),
+		cmocka_unit_test(test_slot_with_many_descriptors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
