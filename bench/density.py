@@ -11,8 +11,16 @@ figure:
   memavailable_drop_per_sandbox   fall of the host's MemAvailable / N
   qemu_pss / monitor_pss          mean PSS of a sandbox's QEMU and of its
                                   monitor process (smaps_rollup)
+  qemu_anon                       mean anonymous memory of a QEMU: what it
+                                  holds beyond the template's shared pages
+  cgroup_memory                   mean memory charged to a sandbox's control
+                                  group (memory.usage_in_bytes, cgroup v1)
   idle_cpu_per_sandbox            utime+stime of the N QEMUs over --idle-seconds,
-                                  in % of one core per sandbox
+                                  in % of one core per sandbox (QEMU is the only
+                                  member of its sandbox's control group, so this
+                                  is the group's CPU time too)
+  idle_cpu_monitor / _daemon      the same for the monitor processes (per
+                                  sandbox) and for the daemon (all of it)
   host_cpu_busy                   the whole host's busy share over the same
                                   window (other work on the machine included)
   create_n_plus_1                 create of one more sandbox while the N idle,
@@ -23,7 +31,7 @@ figure:
   list_p50/p99                    GET /v1/sandboxes (N+1 sandboxes), 200 calls
 
   python3 bench/density.py [--n 50 ...] [--template code-interpreter]
-                           [--pool-size 0] [--idle-seconds 30] [--json]
+                           [--pool-size 0] [--idle-seconds 60] [--json]
 """
 import argparse
 import json
@@ -97,6 +105,22 @@ def ticks(pid):
         return 0
 
 
+def cgroup_memory(pid):
+    """Bytes charged to pid's memory control group (v1), or None."""
+    try:
+        for line in open(f"/proc/{pid}/cgroup"):
+            _, ctl, path = line.rstrip("\n").split(":", 2)
+            if "memory" in ctl.split(",") and path != "/":
+                return int(open(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes").read())
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def loadavg():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
 def host_busy():
     f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
     idle = f[3] + f[4]
@@ -147,10 +171,12 @@ def one_size(n, args, out):
     proc, c = start(args.cache, work, n, args.pool_size)
     data = work / "data"
     fig = {"n": n}
+    ids = []
     try:
         time.sleep(3)
+        fig["loadavg_before"] = loadavg()
         avail0 = meminfo("MemAvailable")
-        ids, create_ms = [], []
+        create_ms = []
         for i in range(n):
             ms, sid, _ = create(c, args.template)
             ids.append(sid)
@@ -161,20 +187,31 @@ def one_size(n, args, out):
         fig["memavailable_drop_per_sandbox_mib"] = (avail0 - avail1) / n / 1024
         fig["qemu_pss_mib"] = sum(smaps(p, "Pss") for p in pids) / len(pids) / 1024
         fig["qemu_rss_mib"] = sum(smaps(p, "Rss") for p in pids) / len(pids) / 1024
+        fig["qemu_anon_mib"] = sum(smaps(p, "Anonymous") for p in pids) / len(pids) / 1024
         fig["monitor_pss_mib"] = sum(smaps(ppid(p), "Pss") for p in pids) / len(pids) / 1024
+        cg = [m for m in (cgroup_memory(p) for p in pids) if m is not None]
+        if cg:
+            fig["cgroup_memory_mib"] = sum(cg) / len(cg) / 2**20
         fig["create_p50_ms"] = pct(create_ms, 50)
         fig["create_p99_ms"] = pct(create_ms, 99)
+        mons = [ppid(p) for p in pids]
         t0 = sum(ticks(p) for p in pids)
+        m0 = sum(ticks(p) for p in mons)
+        d0 = ticks(proc.pid)
         b0, a0 = host_busy()
         w0 = time.time()
         time.sleep(args.idle_seconds)
         t1 = sum(ticks(p) for p in pids)
+        m1 = sum(ticks(p) for p in mons)
+        d1 = ticks(proc.pid)
         b1, a1 = host_busy()
         secs = time.time() - w0
         hz = os.sysconf("SC_CLK_TCK")
         fig["idle_cpu_per_sandbox_pct"] = 100.0 * (t1 - t0) / hz / secs / len(pids)
+        fig["idle_cpu_monitor_per_sandbox_pct"] = 100.0 * (m1 - m0) / hz / secs / len(pids)
+        fig["idle_cpu_daemon_pct"] = 100.0 * (d1 - d0) / hz / secs
         fig["host_cpu_busy_pct"] = 100.0 * (b1 - b0) / max(1, a1 - a0)
-        fig["loadavg"] = open("/proc/loadavg").read().split()[0]
+        fig["loadavg"] = loadavg()
         # the N+1st sandbox while the others idle
         ms, sid, src = create(c, args.template)
         ids.append(sid)
@@ -194,9 +231,18 @@ def one_size(n, args, out):
             lst.append(ms)
         fig["list_p50_ms"] = pct(lst, 50)
         fig["list_p99_ms"] = pct(lst, 99)
-        for sid in ids:
-            c.call("DELETE", f"/v1/sandboxes/{sid}")
+        fig["loadavg_after"] = loadavg()
+    except BaseException:
+        log = (work / "daemon.log").read_text(errors="replace").splitlines()
+        sys.stderr.write(f"after {len(ids)} creates; the daemon's last log lines:\n")
+        sys.stderr.write("\n".join(log[-25:]) + "\n")
+        raise
     finally:
+        for sid in ids:  # every sandbox ends, whatever failed
+            try:
+                c.call("DELETE", f"/v1/sandboxes/{sid}", timeout=120)
+            except Exception:
+                pass
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=120)
@@ -213,9 +259,9 @@ def one_size(n, args, out):
     if args.json:
         return
     print(f"density n={n} template={args.template} pool_size={args.pool_size} "
-          f"load_avg={fig['loadavg']}")
+          f"load_avg={fig['loadavg_before']} (before) {fig['loadavg_after']} (after)")
     for k, v in fig.items():
-        if k not in ("n", "loadavg"):
+        if k not in ("n", "loadavg_before", "loadavg_after"):
             print(f"  {k} {v:.2f}" if isinstance(v, float) else f"  {k} {v}")
     sys.stdout.flush()
 
@@ -225,7 +271,7 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[50])
     ap.add_argument("--template", default="code-interpreter")
     ap.add_argument("--pool-size", type=int, default=0)
-    ap.add_argument("--idle-seconds", type=float, default=30)
+    ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--settle", type=float, default=20)
     ap.add_argument("--cache", default=os.environ.get("PANDASTACK_CACHE", "/var/cache/pandastack"))
     ap.add_argument("--json", action="store_true")
