@@ -146,30 +146,50 @@ const struct args_spec cmd_pause_spec = {
 	.positionals = id_pos,
 };
 
+static const struct arg_flag resume_flags[] = {
+	{"ttl", ARG_VALUE, 0, "S", "seconds until it is stopped (default: what it had left; "
+				  "the server's default if it was paused at its TTL)"},
+	{NULL, 0, 0, NULL, NULL},
+};
+
 const struct args_spec cmd_resume_spec = {
 	.path = "sandbox resume",
-	.usage = "ID",
+	.usage = "ID [--ttl S]",
 	.summary = "Restore a paused sandbox under the same id; print its fields.",
+	.flags = resume_flags,
 	.positionals = id_pos,
 };
 
-static int pause_or_resume(struct cli_ctx *ctx, const struct args_result *a, const char *op)
+/* POST op with body (borrowed; NULL: none), then the sandbox's fields. */
+static int pause_or_resume(struct cli_ctx *ctx, const struct args_result *a, const char *op,
+			   json_t *body)
 {
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], op);
 	struct client_response r;
-	int code = cli_request(ctx, "POST", &u, NULL, &r);
+	int code = cli_request(ctx, "POST", &u, body, &r);
 	return code ? code : cli_show_fields(ctx, &r);
 }
 
 int cmd_pause_run(struct cli_ctx *ctx, const struct args_result *a)
 {
-	return pause_or_resume(ctx, a, "/pause");
+	return pause_or_resume(ctx, a, "/pause", NULL);
 }
 
 int cmd_resume_run(struct cli_ctx *ctx, const struct args_result *a)
 {
-	return pause_or_resume(ctx, a, "/resume");
+	int64_t ttl = 0;
+	if (args_value(a, "ttl")) {
+		int code = cli_parse_seconds(ctx, "--ttl", args_value(a, "ttl"), 1, TTL_MAX, &ttl);
+		if (code)
+			return code;
+	}
+	json_t *body = ttl ? json_pack("{s:I}", "ttl_seconds", (json_int_t)ttl) : NULL;
+	if (ttl && !body)
+		return cli_usage_error(ctx, "out of memory");
+	int code = pause_or_resume(ctx, a, "/resume", body);
+	json_decref(body);
+	return code;
 }
 
 /* ---- snapshot list, delete ------------------------------------------------------ */

@@ -181,17 +181,21 @@ void api_sandboxes_fork(struct http_req *r)
 	http_reply_json(r, 201, arr ? json_pack("{s:o}", "sandboxes", arr) : NULL);
 }
 
-/* Pause or resume: the body carries nothing. */
+/* Pause (no body) or resume (an optional ttl_seconds). */
 static void pause_or_resume(struct http_req *r, int resume)
 {
 	struct body_error be;
-	if (body_parse_empty(r->body, r->body_len, &be) < 0) {
+	struct resume_body rb = {0};
+	int bad = resume ? body_parse_resume(r->body, r->body_len, &r->d->limits, &rb, &be)
+			 : body_parse_empty(r->body, r->body_len, &be);
+	if (bad < 0) {
 		api_reply_body_error(r, &be);
 		return;
 	}
 	struct sandbox_row row;
 	struct sbx_err err;
-	int e = resume ? sbx_resume(r->d->sandboxes, r->who.team, r->params[0], &row, &err)
+	int e = resume ? sbx_resume(r->d->sandboxes, r->who.team, r->params[0], rb.ttl_seconds,
+				    &row, &err)
 		       : sbx_pause(r->d->sandboxes, r->who.team, r->params[0], &row, &err);
 	if (e < 0) {
 		reply_sbx_err(r, &err);

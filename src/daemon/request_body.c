@@ -431,6 +431,22 @@ int body_parse_fork(const char *buf, size_t len, const struct body_limits *lim,
 	return r;
 }
 
+int body_parse_resume(const char *buf, size_t len, const struct body_limits *lim,
+		      struct resume_body *out, struct body_error *err)
+{
+	static const char *const fields[] = {"ttl_seconds", NULL};
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return 0;
+	json_t *root = open_body(buf, len, fields, err);
+	if (!root)
+		return -EINVAL;
+	json_t *ttl = json_object_get(root, "ttl_seconds");
+	int r = ttl ? check_ttl(ttl, lim, &out->ttl_seconds, err) : 0;
+	json_decref(root);
+	return r;
+}
+
 int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		    struct exec_body *out, struct body_error *err)
 {

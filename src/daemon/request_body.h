@@ -66,6 +66,11 @@ struct fork_body {
 	int64_t ttl_seconds;  /* 0 when absent */
 };
 
+/* POST /v1/sandboxes/{id}/resume */
+struct resume_body {
+	int64_t ttl_seconds;  /* 0 when absent */
+};
+
 /* POST /v1/sandboxes/{id}/ttl */
 struct ttl_body {
 	int64_t ttl_seconds;
@@ -157,6 +162,10 @@ void snapshot_body_clear(struct snapshot_body *b);
 /* body_parse_fork accepts an empty body (one fork). */
 int body_parse_fork(const char *buf, size_t len, const struct body_limits *lim,
 		    struct fork_body *out, struct body_error *err);
+
+/* body_parse_resume accepts an empty body; {"ttl_seconds"} as for create. */
+int body_parse_resume(const char *buf, size_t len, const struct body_limits *lim,
+		      struct resume_body *out, struct body_error *err);
 
 int body_parse_exec(const char *buf, size_t len, const struct body_limits *lim,
 		    struct exec_body *out, struct body_error *err);

@@ -200,12 +200,14 @@ int sbx_pause(struct sandboxes *reg, const char *team, const char *id, struct sa
 
 /*
  * sbx_resume - restore the paused sandbox id of team under the same id,
- * with the TTL it had left.  *row is the updated row.  Errors: 404
- * sandbox_not_found, 409 sandbox_not_paused, 429 too_many_sandboxes, 409
- * snapshot_stale, 500/503 vm_start_failed, 503 host_full.
+ * with a TTL of ttl_s seconds (> 0), else (0) the TTL it had left when it
+ * was paused, or the daemon's default TTL when it was paused at its TTL
+ * (on_timeout "pause": nothing left).  *row is the updated row.  Errors:
+ * 404 sandbox_not_found, 409 sandbox_not_paused, 429 too_many_sandboxes,
+ * 409 snapshot_stale, 500/503 vm_start_failed, 503 host_full.
  */
-int sbx_resume(struct sandboxes *reg, const char *team, const char *id, struct sandbox_row *row,
-	       struct sbx_err *err);
+int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t ttl_s,
+	       struct sandbox_row *row, struct sbx_err *err);
 
 /*
  * sbx_expire_async - the TTL of sb ended: pause it when it was created with

@@ -26,6 +26,10 @@
 #include "daemon/sandbox_int.h"
 #include "daemon/snapshots.h"
 
+/* The least TTL a pause records as left (ms); a sandbox paused with no
+ * more left than this resumes with the default TTL (resume_ttl_ms). */
+#define PAUSE_LEFT_MIN_MS 1000
+
 static int64_t wall_ms(void)
 {
 	return (int64_t)(util_wall_ns() / 1000000u);
@@ -360,8 +364,8 @@ static int pause_live(struct sbx *sb, const char *reason_if_failed, struct sandb
 	pthread_mutex_lock(&sb->lock);
 	int64_t left = sb->expires_at_ms - wall_ms();
 	pthread_mutex_unlock(&sb->lock);
-	if (left < 1000)
-		left = 1000;
+	if (left < PAUSE_LEFT_MIN_MS)
+		left = PAUSE_LEFT_MIN_MS; /* at its TTL: resume_ttl_ms gives it a new one */
 	sbx__end(sb, NULL, NULL, 0);
 	r = store_sandbox_set_paused(d->store, sb->id, srow.id, left,
 				     wall_ms() + d->cfg.paused_retention_s * 1000);
@@ -402,8 +406,19 @@ int sbx_pause(struct sandboxes *reg, const char *team, const char *id, struct sa
 	return r;
 }
 
-int sbx_resume(struct sandboxes *reg, const char *team, const char *id, struct sandbox_row *row,
-	       struct sbx_err *err)
+/* The TTL a resume gives: ttl_s when asked, else what the sandbox had left
+ * when it was paused; one paused at its TTL (nothing left) gets the
+ * default TTL, or it would expire again at once. */
+static int64_t resume_ttl_ms(const struct daemon *d, const struct sandbox_row *pr, int64_t ttl_s)
+{
+	if (ttl_s > 0)
+		return ttl_s * 1000;
+	return pr->ttl_left_ms > PAUSE_LEFT_MIN_MS ? pr->ttl_left_ms
+						    : (int64_t)d->cfg.default_ttl_s * 1000;
+}
+
+int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t ttl_s,
+	       struct sandbox_row *row, struct sbx_err *err)
 {
 	struct daemon *d = reg->d;
 	struct sandbox_row pr;
@@ -426,7 +441,7 @@ int sbx_resume(struct sandboxes *reg, const char *team, const char *id, struct s
 	char msg[400];
 	struct create_spec cs = {
 		.id = id, .resume = 1, .snapshot_id = pr.snapshot, .env = env, .metadata = meta,
-		.on_timeout = pr.on_timeout, .ttl_ms = pr.ttl_left_ms > 1000 ? pr.ttl_left_ms : 1000,
+		.on_timeout = pr.on_timeout, .ttl_ms = resume_ttl_ms(d, &pr, ttl_s),
 		.public_ports = pr.public_ports, .access_token = pr.access_token,
 	};
 	struct net_policy *policy = sbx__row_policy(&pr);

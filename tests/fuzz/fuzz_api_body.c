@@ -157,6 +157,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      b.ttl_seconds <= lim.max_ttl_seconds);
 		else
 			check(is_400(err.code));
+		struct resume_body rb;
+		if (body_parse_resume(body, len, &lim, &rb, &err) == 0)
+			check(rb.ttl_seconds >= 0 && rb.ttl_seconds <= lim.max_ttl_seconds);
+		else
+			check(is_400(err.code));
 		break;
 	}
 	case 6: {

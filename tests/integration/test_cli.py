@@ -348,6 +348,11 @@ def test_snapshot_fork_pause_resume(api, run):
     r = run("sandbox", "resume", SBX)
     assert r.code == 0 and "status: running" in r.stdout.splitlines(), r
     assert api.requests[-1].body == b""
+    r = run("sandbox", "resume", SBX, "--ttl", "120")
+    assert r.code == 0 and api.requests[-1].json() == {"ttl_seconds": 120}, r
+    n = len(api.requests)
+    r = run("sandbox", "resume", SBX, "--ttl", "0")
+    assert r.code == 2 and "--ttl" in r.stderr and len(api.requests) == n, r
 
     api.route("POST", "/v1/sandboxes", reply(201, SANDBOX))
     r = run("sandbox", "create", "--snapshot", SNAP, "--on-timeout", "pause")

@@ -1,9 +1,10 @@
 """Snapshots, forks, pause and resume on real VMs (docs/api.md, "Snapshots,
 forks, pause and resume"; docs/snapshots.md): a warmed code context forked
 four times, a chain of forks with its middle deleted, a pause that outlives
-a SIGKILLed daemon, and the refusals (stopped sandbox, bad counts, another
+a SIGKILLed daemon, a TTL that pauses (on_timeout "pause"), and the refusals (stopped sandbox, bad counts, another
 team's snapshot, a snapshot a paused sandbox needs, a full host disk).
 """
+import datetime
 import os
 import pathlib
 import signal
@@ -66,6 +67,11 @@ def qemu_pids(data_dir, sid):
         if b"qemu-system" in cmd and f"{data_dir}/sandboxes/{sid}/".encode() in cmd:
             pids.append(int(p.name))
     return pids
+
+
+def iso_ms(s):
+    """ms since the epoch of an API timestamp (2026-11-30T02:18:52.123Z)."""
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1000
 
 
 DRAW = ("import random, os, numpy as np\n"
@@ -226,6 +232,32 @@ def test_pause_survives_a_killed_daemon(daemon_factory, template):
     assert r.status == 200 and r.json()["id"] == sid, r
     assert run(d, sid, cid, "print(value, arr.sum())") == "still here 45\n"
     assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+
+
+def test_ttl_with_on_timeout_pause_pauses_and_resumes(snap_daemon):
+    """on_timeout "pause": at its TTL the sandbox is captured and its QEMU
+    ends (status paused, not stopped); a resume brings its context back."""
+    d = snap_daemon
+    sid = create_sandbox(d, CI, ttl_seconds=40, on_timeout="pause")["id"]
+    cid = new_context(d, sid)
+    run(d, sid, cid, "kept = 6 * 7")
+    # the probe: before its TTL it is running with its QEMU
+    assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
+    assert len(qemu_pids(d.data_dir, sid)) == 1
+    wait_for(lambda: d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "paused",
+             120, interval=0.5, what="the TTL to pause the sandbox")
+    wait_for(lambda: not qemu_pids(d.data_dir, sid), 10, what="QEMU to end")
+    # paused at its TTL, it had nothing left: the resume gives the default
+    # TTL (300 s), not one second that would pause it again at once
+    r = d.request("POST", f"/v1/sandboxes/{sid}/resume")
+    assert r.status == 200 and r.json()["status"] == "running", r
+    left = (iso_ms(r.json()["expires_at"]) - time.time() * 1000) / 1000
+    assert 250 < left <= 301, left
+    assert run(d, sid, cid, "print(kept)") == "42\n"
+    time.sleep(3)
+    assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
+    assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+    wait_for(lambda: not qemu_pids(d.data_dir, sid), 10, what="QEMU to end")
 
 
 def fill(path, leave):

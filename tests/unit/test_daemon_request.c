@@ -164,6 +164,19 @@ static void snapshot_and_fork_bodies(void **state)
 		assert_int_equal(body_parse_fork(bad[i], strlen(bad[i]), &lim, &fb, &e), -EINVAL);
 		assert_string_equal(api_errors_code(e.code), "invalid_field");
 	}
+
+	/* resume: nothing, or a TTL as for create */
+	struct resume_body rb;
+	assert_int_equal(body_parse_resume(NULL, 0, &lim, &rb, &e), 0);
+	assert_int_equal(rb.ttl_seconds, 0);
+	assert_int_equal(body_parse_resume(S("{}"), &lim, &rb, &e), 0);
+	assert_int_equal(rb.ttl_seconds, 0);
+	assert_int_equal(body_parse_resume(S("{\"ttl_seconds\": 120}"), &lim, &rb, &e), 0);
+	assert_int_equal(rb.ttl_seconds, 120);
+	assert_int_equal(body_parse_resume(S("{\"ttl_seconds\": 0}"), &lim, &rb, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "invalid_field");
+	assert_int_equal(body_parse_resume(S("{\"count\": 2}"), &lim, &rb, &e), -EINVAL);
+	assert_string_equal(api_errors_code(e.code), "unknown_field");
 }
 
 static void create_size_caps(void **state)

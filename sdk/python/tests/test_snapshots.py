@@ -38,6 +38,7 @@ def test_sync_surface(api, sandbox):
     assert [f.id for f in forks] == FORKS and all(isinstance(f, Sandbox) for f in forks)
     assert sandbox.pause().status == "paused" and sandbox.status == "paused"
     assert sandbox.resume().status == "running"
+    assert sandbox.resume(ttl_seconds=120).status == "running"
     assert Sandbox.list_snapshots(SID, api_key=KEY, api_url=api.url)[0].id == SNAP
     Sandbox.delete_snapshot(SNAP, api_key=KEY, api_url=api.url)
     Sandbox.create(snapshot=SNAP, on_timeout="pause", api_key=KEY, api_url=api.url)
@@ -48,6 +49,7 @@ def test_sync_surface(api, sandbox):
         ("POST", SB + "/fork", {"count": 2, "ttl_seconds": 60}, None),
         ("POST", SB + "/pause", None, None),
         ("POST", SB + "/resume", None, None),
+        ("POST", SB + "/resume", {"ttl_seconds": 120}, None),
         ("GET", "/v1/snapshots", None, {"sandbox_id": [SID]}),
         ("DELETE", f"/v1/snapshots/{SNAP}", None, None),
         ("POST", "/v1/sandboxes", {"snapshot": SNAP, "on_timeout": "pause"}, None),

@@ -360,15 +360,22 @@ export class Sandbox {
     return this.lifecycle("pause", opts.signal);
   }
 
-  /** Restores a paused sandbox under the same id, with its code contexts. */
-  async resume(opts: { signal?: AbortSignal } = {}): Promise<SandboxInfo> {
-    return this.lifecycle("resume", opts.signal);
+  /**
+   * Restores a paused sandbox under the same id, with its code contexts, and
+   * a TTL of `ttlSeconds` (default: what it had left when paused; one paused
+   * at its TTL gets the daemon's default TTL).
+   */
+  async resume(opts: { ttlSeconds?: number; signal?: AbortSignal } = {}): Promise<SandboxInfo> {
+    return this.lifecycle("resume", opts.signal,
+                          opts.ttlSeconds !== undefined ? { ttl_seconds: opts.ttlSeconds } : undefined);
   }
 
-  private async lifecycle(op: "pause" | "resume", signal?: AbortSignal): Promise<SandboxInfo> {
+  private async lifecycle(op: "pause" | "resume", signal?: AbortSignal,
+                          json?: Record<string, unknown>): Promise<SandboxInfo> {
     const raw = await this.http.json({
       method: "POST",
       path: `/v1/sandboxes/${seg(this.id)}/${op}`,
+      json,
       timeoutMs: Math.max(this.http.config.requestTimeoutMs, CREATE_DEADLINE_MS),
       signal,
     });

@@ -43,16 +43,18 @@ test("snapshot, fork, pause, resume, list and delete send their routes", async (
     assert.equal((await sb.pause()).status, "paused");
     assert.equal(sb.status, "paused");
     assert.equal((await sb.resume()).status, "running");
+    assert.equal((await sb.resume({ ttlSeconds: 120 })).status, "running");
     assert.equal((await Sandbox.listSnapshots({ ...sdkOpts(fake), sandboxId: ID }))[0].id, SNAP);
     await Sandbox.deleteSnapshot(SNAP, sdkOpts(fake));
     await Sandbox.create({ ...sdkOpts(fake), snapshot: SNAP, onTimeout: "pause" });
-    assert.equal(fake.requests[5].query.get("sandbox_id"), ID);
+    assert.equal(fake.requests[6].query.get("sandbox_id"), ID);
     const sent = fake.requests.slice(1).map((r) => [r.method, r.path, body(r)]);
     assert.deepEqual(sent, [
       ["POST", `/v1/sandboxes/${ID}/snapshots`, { name: "warm" }],
       ["POST", `/v1/sandboxes/${ID}/fork`, { count: 2, ttl_seconds: 60 }],
       ["POST", `/v1/sandboxes/${ID}/pause`, null],
       ["POST", `/v1/sandboxes/${ID}/resume`, null],
+      ["POST", `/v1/sandboxes/${ID}/resume`, { ttl_seconds: 120 }],
       ["GET", "/v1/snapshots", null],
       ["DELETE", `/v1/snapshots/${SNAP}`, null],
       ["POST", "/v1/sandboxes", { snapshot: SNAP, on_timeout: "pause" }],

@@ -251,9 +251,13 @@ def pause_sandbox(ep: Endpoint, path: str) -> Call[SandboxInfo]:
     return Call("POST", path + "/pause", SandboxInfo.from_json, timeout=ep.create_deadline())
 
 
-def resume_sandbox(ep: Endpoint, path: str) -> Call[SandboxInfo]:
-    """POST .../resume: restore a paused sandbox under its id."""
-    return Call("POST", path + "/resume", SandboxInfo.from_json, timeout=ep.create_deadline())
+def resume_sandbox(ep: Endpoint, path: str, ttl_seconds: Optional[int] = None) -> Call[SandboxInfo]:
+    """POST .../resume: restore a paused sandbox under its id, with a TTL of
+    ``ttl_seconds`` when given (else what it had left; the daemon's default
+    when it was paused at its TTL)."""
+    body = {"ttl_seconds": ttl_seconds} if ttl_seconds is not None else None
+    return Call("POST", path + "/resume", SandboxInfo.from_json, json_body=body,
+                timeout=ep.create_deadline())
 
 
 def _snapshot_list(doc: Any) -> List[SnapshotInfo]:

@@ -152,9 +152,9 @@ class AsyncSandbox(SandboxHandle):
         self.info = await self._t.call(_calls.pause_sandbox(self._t, self._path))
         return self.info
 
-    async def resume(self) -> SandboxInfo:
+    async def resume(self, ttl_seconds: Optional[int] = None) -> SandboxInfo:
         """Restore the paused sandbox under its id, as :meth:`Sandbox.resume`."""
-        self.info = await self._t.call(_calls.resume_sandbox(self._t, self._path))
+        self.info = await self._t.call(_calls.resume_sandbox(self._t, self._path, ttl_seconds))
         return self.info
 
     @classmethod

@@ -187,10 +187,12 @@ class Sandbox(SandboxHandle):
         self.info = self._t.call(_calls.pause_sandbox(self._t, self._path))
         return self.info
 
-    def resume(self) -> SandboxInfo:
-        """Restore a paused sandbox under the same id, with its code contexts.
+    def resume(self, ttl_seconds: Optional[int] = None) -> SandboxInfo:
+        """Restore a paused sandbox under the same id, with its code contexts,
+        and a TTL of ``ttl_seconds`` (default: what it had left when paused;
+        one paused at its TTL gets the daemon's default TTL).
         Raises SandboxError (``sandbox_not_paused``)."""
-        self.info = self._t.call(_calls.resume_sandbox(self._t, self._path))
+        self.info = self._t.call(_calls.resume_sandbox(self._t, self._path, ttl_seconds))
         return self.info
 
     @classmethod
