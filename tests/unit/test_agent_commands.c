@@ -89,6 +89,22 @@ static void wait_stdout(struct fixture *f, const char *id, const char *want, int
 	}
 }
 
+/* Wait until id's stderr holds at least n bytes (the agent reads stdout and
+ * stderr from separate pipes: one may be taken before the other). */
+static void wait_stderr_len(struct fixture *f, const char *id, size_t n, int ms)
+{
+	int64_t end = util_now_ms() + ms;
+	for (;;) {
+		struct exec_result r;
+		output(f, id, 0, 0, 200, &r);
+		size_t got = r.errlen;
+		exec_result_clear(&r);
+		if (got >= n)
+			return;
+		assert_true(util_now_ms() < end);
+	}
+}
+
 /* --- start, list, output, kill ------------------------------------------------ */
 
 static void test_start_list_output_kill(void **state)
@@ -109,6 +125,7 @@ static void test_start_list_output_kill(void **state)
 
 	/* it runs with no stream open on it */
 	wait_stdout(f, "cmd_a", "ready\n", 10000);
+	wait_stderr_len(f, "cmd_a", 5, 10000);
 	assert_int_equal(harness_count_procs(tok), 1);
 
 	json_t *ls = harness_call(f->c, json_pack("{s:s}", "op", "command_list"));
