@@ -80,6 +80,19 @@ class Daemon:
                 self.proc.wait()
 
 
+def kernel_log_tail():
+    """The kernel's last lines about killed or faulting processes (the OOM
+    killer, segfaults), for the report of a daemon that died; empty when
+    the kernel log cannot be read."""
+    try:
+        p = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [ln for ln in p.stdout.splitlines()
+             if re.search(r"oom|killed|segfault|traps|general protection", ln, re.I)]
+    return "\nkernel log:\n" + "\n".join(lines[-20:]) if lines else ""
+
+
 def live_daemon(*args):
     """Body of a module-scoped fixture: yields a started Daemon with
     ``template`` set (the daemon gets ``args``), stops it afterwards; skips
@@ -100,5 +113,5 @@ def live_daemon(*args):
         d.stop()
         if died is not None:
             print(f"pandastackd died during the tests (status {died}):\n"
-                  + d.log.read_text(errors="replace")[-4000:])
+                  + d.log.read_text(errors="replace")[-4000:] + kernel_log_tail())
         shutil.rmtree(root, ignore_errors=True)
