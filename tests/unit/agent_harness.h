@@ -415,6 +415,18 @@ HARNESS int harness_wait_no_procs(const char *token, int ms)
 	return n;
 }
 
+/* Wait up to ms for exactly n processes to carry token (a process in the
+ * middle of execve(2) briefly shows an empty command line); returns the
+ * final count. */
+HARNESS int harness_wait_procs(const char *token, int n, int ms)
+{
+	int64_t end = util_now_ms() + ms;
+	int got;
+	while ((got = harness_count_procs(token)) != n && util_now_ms() < end)
+		usleep(20 * 1000);
+	return got;
+}
+
 /* A unique decimal like 1000.012345007 for `sleep` (found in /proc later). */
 HARNESS const char *harness_sleep_token(char *buf, size_t len)
 {

@@ -126,7 +126,7 @@ static void test_start_list_output_kill(void **state)
 	/* it runs with no stream open on it */
 	wait_stdout(f, "cmd_a", "ready\n", 10000);
 	wait_stderr_len(f, "cmd_a", 5, 10000);
-	assert_int_equal(harness_count_procs(tok), 1);
+	assert_int_equal(harness_wait_procs(tok, 1, 10000), 1);
 
 	json_t *ls = harness_call(f->c, json_pack("{s:s}", "op", "command_list"));
 	json_t *arr = json_object_get(ls, "commands");
