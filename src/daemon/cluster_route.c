@@ -7,7 +7,8 @@
  * room for it (their available memory, less what they keep in reserve and
  * what this node just sent them, holds the sandbox's RAM and QEMU's
  * overhead) and were not just seen failing, the one with the fewest
- * sandboxes (running, plus those this node sent it since its last record),
+ * sandboxes (running, plus those this node sent it or placed on itself
+ * since that node's last record),
  * then the most free memory, then this node, then by name.  A node that
  * cannot be reached is skipped for the next.
  */
@@ -291,7 +292,11 @@ int cluster_create_place(struct cluster *c, struct http_req *r,
 	}
 	for (size_t i = 0; i < n && !answered && !here; i++) {
 		if (v[i].self) {
-			here = 1; /* create here */
+			/* create here; counted like a create sent elsewhere, or the
+			 * next create sees this node's load without it until its
+			 * own record comes back through etcd */
+			note_placed(c, c->node);
+			here = 1;
 			break;
 		}
 		e = cluster__forward_now(c, r, &v[i].node);

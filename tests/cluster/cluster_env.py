@@ -132,9 +132,29 @@ class Cluster:
              "--initial-advertise-peer-urls", f"http://{ip}:2380",
              "--initial-cluster", members, "--initial-cluster-state", "new",
              "--initial-cluster-token", f"pds-{self.tag}",
-             "--heartbeat-interval", "100", "--election-timeout", "1000"],
+             "--heartbeat-interval", "100",
+             "--election-timeout", str(int(self.ELECTION_S * 1000))],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
+
+    ELECTION_S = 1.0  # the members' --election-timeout, in seconds
+
+    def etcd_leader(self):
+        """The name of the node whose etcd member leads, or None when no
+        member says (etcdctl endpoint status)."""
+        r = self.etcdctl("endpoint", "status", "-w", "json")
+        try:
+            rows = json.loads(r.stdout)
+        except ValueError:
+            return None
+        for row in rows if isinstance(rows, list) else []:
+            st = row.get("Status") or {}
+            if not st.get("leader") or (st.get("header") or {}).get("member_id") != st["leader"]:
+                continue
+            for n in self.names:
+                if row.get("Endpoint", "").split("//")[-1] == f"{self.ip[n]}:2379":
+                    return n
+        return None
 
     def stop_etcd(self, n):
         p = self.etcd.pop(n, None)
