@@ -405,16 +405,6 @@ HARNESS int harness_kill_procs(const char *token)
 	return n;
 }
 
-/* Wait up to ms for no process to carry token; returns the final count. */
-HARNESS int harness_wait_no_procs(const char *token, int ms)
-{
-	int64_t end = util_now_ms() + ms;
-	int n;
-	while ((n = harness_count_procs(token)) > 0 && util_now_ms() < end)
-		usleep(20 * 1000);
-	return n;
-}
-
 /* Wait up to ms for exactly n processes to carry token (a process in the
  * middle of execve(2) briefly shows an empty command line); returns the
  * final count. */
@@ -425,6 +415,12 @@ HARNESS int harness_wait_procs(const char *token, int n, int ms)
 	while ((got = harness_count_procs(token)) != n && util_now_ms() < end)
 		usleep(20 * 1000);
 	return got;
+}
+
+/* Wait up to ms for no process to carry token; returns the final count. */
+HARNESS int harness_wait_no_procs(const char *token, int ms)
+{
+	return harness_wait_procs(token, 0, ms);
 }
 
 /* A unique decimal like 1000.012345007 for `sleep` (found in /proc later). */
