@@ -245,6 +245,8 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 		char q[220];
 		log_kv(LOG_DEBUG, "etcd.call_failed", "url=%s curl=%d status=%ld msg=%s", url,
 		       (int)cc, status, log_quote(msg, q, sizeof(q)));
+		if (cc == CURLE_OPERATION_TIMEDOUT)
+			log_kv(LOG_WARN, "etcd.attempt_timeout", "path=%s member=%zu", path, i);
 		if (cc == CURLE_OK && status >= 400 && status < 500) {
 			log_kv(LOG_WARN, "etcd.refused", "path=%s status=%ld msg=%s", path, status,
 			       log_quote(msg, q, sizeof(q)));
@@ -376,6 +378,32 @@ static json_t *cmp_rev(const char *key, const char *target, int64_t rev)
 	return o;
 }
 
+/*
+ * After a conditional put was refused: does key hold exactly val on lease
+ * already?  post() sends a write again when an attempt's answer did not
+ * come in time, and the first may have been applied: then the second finds
+ * its own write and is refused.  Its value is the caller's, byte for byte
+ * (records carry ids and times), so that write is this one.  1 if so (and
+ * *revision its mod_revision), 0 if not, or -errno.
+ */
+static int already_written(struct etcd *e, const char *key, const void *val, size_t len,
+			   int64_t lease, int64_t *revision)
+{
+	struct etcd_kvs kvs;
+	int r = etcd_range(e, key, 0, &kvs);
+	if (r < 0)
+		return r;
+	int same = kvs.n == 1 && kvs.v[0].value_len == len && kvs.v[0].lease == lease &&
+		   memcmp(kvs.v[0].value, val, len) == 0;
+	if (same) {
+		log_kv(LOG_INFO, "etcd.write_found", "key_len=%zu", kvs.v[0].key_len);
+		if (revision)
+			*revision = kvs.v[0].mod_revision;
+	}
+	etcd_kvs_clear(&kvs);
+	return same;
+}
+
 int etcd_put_new(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
 		 int64_t *revision)
 {
@@ -383,7 +411,10 @@ int etcd_put_new(struct etcd *e, const char *key, const void *val, size_t len, i
 	int ok = 0;
 	int r = txn(e, cmp_rev(key, "CREATE", 0),
 		    put ? json_pack("{s:o}", "request_put", put) : NULL, &ok, revision);
-	return r ? r : ok ? 0 : -EEXIST;
+	if (r || ok)
+		return r;
+	r = already_written(e, key, val, len, lease, revision);
+	return r < 0 ? r : r ? 0 : -EEXIST;
 }
 
 int etcd_put_at(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
@@ -393,7 +424,10 @@ int etcd_put_at(struct etcd *e, const char *key, const void *val, size_t len, in
 	int ok = 0;
 	int r = txn(e, cmp_rev(key, "MOD", mod_rev),
 		    put ? json_pack("{s:o}", "request_put", put) : NULL, &ok, revision);
-	return r ? r : ok ? 0 : -ESTALE;
+	if (r || ok)
+		return r;
+	r = already_written(e, key, val, len, lease, revision);
+	return r < 0 ? r : r ? 0 : -ESTALE;
 }
 
 int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)

@@ -66,12 +66,14 @@ int etcd_put(struct etcd *e, const char *key, const void *val, size_t len, int64
 	     int64_t *revision);
 
 /* etcd_put_new - the same only if key does not exist (one transaction);
- * -EEXIST otherwise. */
+ * -EEXIST otherwise.  A key that holds exactly val on lease already counts
+ * as written: a write retried after its answer was lost finds itself. */
 int etcd_put_new(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
 		 int64_t *revision);
 
 /* etcd_put_at - the same only if key's mod_revision is still mod_rev (one
- * transaction); -ESTALE otherwise (also when it was deleted). */
+ * transaction); -ESTALE otherwise (also when it was deleted), unless key
+ * holds exactly val on lease already (as etcd_put_new). */
 int etcd_put_at(struct etcd *e, const char *key, const void *val, size_t len, int64_t lease,
 		int64_t mod_rev, int64_t *revision);
 

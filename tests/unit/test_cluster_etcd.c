@@ -1,0 +1,305 @@
+/*
+ * test_cluster_etcd.c - the etcd client's conditional writes against a real
+ * etcd (etcd_client.c): a put whose answer is lost is sent again to the next
+ * member, and the write it finds there is its own, not a conflict.
+ *
+ * Starts one etcd member on loopback in a temporary directory (skipped when
+ * no etcd binary is installed; .ci/run installs it).  The "lost answer" is a
+ * one-connection relay in front of it that passes the request on and never
+ * answers, so the client times out after ETCD_ATTEMPT_MS and tries the real
+ * member next.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "common/util.h"
+#include "daemon/etcd_client.h"
+
+static char dir[] = "/tmp/test_cluster_etcd_XXXXXX";
+static pid_t etcd_pid;
+static int client_port;
+
+/* A free loopback TCP port (bound, read, closed). */
+static int free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(s, (struct sockaddr *)&a, &len) < 0)
+		return -1;
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+static int etcd_installed(void)
+{
+	return access("/usr/bin/etcd", X_OK) == 0;
+}
+
+static int start_etcd(void **state)
+{
+	(void)state;
+	if (!etcd_installed())
+		return 0;
+	if (!mkdtemp(dir))
+		return -1;
+	client_port = free_port();
+	int peer = free_port();
+	char data[sizeof(dir) + 16], curl_url[64], peer_url[64], cluster[96];
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(curl_url, sizeof(curl_url), "http://127.0.0.1:%d", client_port);
+	snprintf(peer_url, sizeof(peer_url), "http://127.0.0.1:%d", peer);
+	snprintf(cluster, sizeof(cluster), "t=%s", peer_url);
+	etcd_pid = fork();
+	if (etcd_pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl("/usr/bin/etcd", "etcd", "--name", "t", "--data-dir", data,
+		      "--listen-client-urls", curl_url, "--advertise-client-urls", curl_url,
+		      "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+		      "--initial-cluster", cluster, (char *)NULL);
+		_exit(127);
+	}
+	if (etcd_pid < 0)
+		return -1;
+	/* ready when a read answers */
+	char ep[64];
+	snprintf(ep, sizeof(ep), "etcd://127.0.0.1:%d", client_port);
+	struct etcd *e;
+	if (etcd_open(ep, NULL, &e) < 0)
+		return -1;
+	int r = -1;
+	for (int i = 0; i < 100 && r < 0; i++) {
+		struct etcd_kvs kvs;
+		r = etcd_range(e, "/ready", 0, &kvs);
+		if (r == 0)
+			etcd_kvs_clear(&kvs);
+		else
+			usleep(100 * 1000);
+	}
+	etcd_close(e);
+	return r;
+}
+
+static int stop_etcd(void **state)
+{
+	(void)state;
+	if (etcd_pid > 0) {
+		kill(etcd_pid, SIGKILL);
+		waitpid(etcd_pid, NULL, 0);
+	}
+	if (etcd_installed()) {
+		char cmd[sizeof(dir) + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the relay that loses the answer ------------------------------------- */
+
+struct relay {
+	int listen_fd;
+	int port;
+	int stop;                /* lock */
+	int passed;              /* lock: requests passed on to etcd */
+	pthread_mutex_t lock;
+	pthread_t thread;
+};
+
+/* Read one HTTP request (headers and a Content-Length body) from fd. */
+static ssize_t read_request(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 5000) <= 0)
+			return -1;
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		buf[got] = '\0';
+		char *end = strstr(buf, "\r\n\r\n");
+		const char *cl = strcasestr(buf, "content-length:");
+		if (end && cl && got >= (size_t)(end + 4 - buf) + strtoul(cl + 15, NULL, 10))
+			return (ssize_t)got;
+		if (got + 1 >= cap)
+			return -1;
+	}
+}
+
+static void *relay_main(void *arg)
+{
+	struct relay *rl = arg;
+	int c = accept(rl->listen_fd, NULL, NULL);
+	char buf[65536];
+	ssize_t n = c < 0 ? -1 : read_request(c, buf, sizeof(buf));
+	if (n > 0) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons((uint16_t)client_port),
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    write(s, buf, (size_t)n) == n) {
+			/* etcd's answer arrives and goes nowhere */
+			struct pollfd p = {.fd = s, .events = POLLIN};
+			if (poll(&p, 1, 5000) == 1 && read(s, buf, sizeof(buf)) > 0) {
+				pthread_mutex_lock(&rl->lock);
+				rl->passed++;
+				pthread_mutex_unlock(&rl->lock);
+			}
+		}
+		if (s >= 0)
+			close(s);
+	}
+	/* hold the client's connection open, silent, until told to stop */
+	for (;;) {
+		pthread_mutex_lock(&rl->lock);
+		int stop = rl->stop;
+		pthread_mutex_unlock(&rl->lock);
+		if (stop)
+			break;
+		usleep(20 * 1000);
+	}
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+static void relay_start(struct relay *rl)
+{
+	memset(rl, 0, sizeof(*rl));
+	pthread_mutex_init(&rl->lock, NULL);
+	rl->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	assert_true(rl->listen_fd >= 0);
+	assert_int_equal(bind(rl->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(rl->listen_fd, 4), 0);
+	assert_int_equal(getsockname(rl->listen_fd, (struct sockaddr *)&a, &len), 0);
+	rl->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&rl->thread, NULL, relay_main, rl), 0);
+}
+
+static int relay_stop(struct relay *rl)
+{
+	pthread_mutex_lock(&rl->lock);
+	rl->stop = 1;
+	int passed = rl->passed;
+	pthread_mutex_unlock(&rl->lock);
+	pthread_join(rl->thread, NULL);
+	close(rl->listen_fd);
+	pthread_mutex_destroy(&rl->lock);
+	return passed;
+}
+
+/* A client of the relay first, then the real member. */
+static struct etcd *open_via(const struct relay *rl)
+{
+	char ep[128];
+	struct etcd *e = NULL;
+	if (rl)
+		snprintf(ep, sizeof(ep), "etcd://127.0.0.1:%d,127.0.0.1:%d", rl->port, client_port);
+	else
+		snprintf(ep, sizeof(ep), "etcd://127.0.0.1:%d", client_port);
+	assert_int_equal(etcd_open(ep, NULL, &e), 0);
+	return e;
+}
+
+static void value_is(struct etcd *e, const char *key, const char *want)
+{
+	struct etcd_kvs kvs;
+	assert_int_equal(etcd_range(e, key, 0, &kvs), 0);
+	assert_int_equal(kvs.n, 1);
+	assert_string_equal(kvs.v[0].value, want);
+	etcd_kvs_clear(&kvs);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void put_new_conflicts(void **state)
+{
+	(void)state;
+	if (!etcd_installed())
+		skip();
+	struct etcd *e = open_via(NULL);
+	int64_t rev = 0;
+	assert_int_equal(etcd_put_new(e, "/t/a", "one", 3, 0, &rev), 0);
+	assert_true(rev > 0);
+	/* another value: a real conflict, the key keeps the first */
+	assert_int_equal(etcd_put_new(e, "/t/a", "two", 3, 0, NULL), -EEXIST);
+	value_is(e, "/t/a", "one");
+	/* the same bytes: the write is there already */
+	int64_t rev2 = 0;
+	assert_int_equal(etcd_put_new(e, "/t/a", "one", 3, 0, &rev2), 0);
+	assert_int_equal(rev2, rev);
+	/* put_at: a moved revision is stale unless the key holds the value */
+	assert_int_equal(etcd_put_at(e, "/t/a", "three", 5, 0, rev + 100, NULL), -ESTALE);
+	value_is(e, "/t/a", "one");
+	assert_int_equal(etcd_put_at(e, "/t/a", "one", 3, 0, rev + 100, NULL), 0);
+	assert_int_equal(etcd_put_at(e, "/t/a", "four", 4, 0, rev, NULL), 0);
+	value_is(e, "/t/a", "four");
+	etcd_close(e);
+}
+
+static void lost_answer_is_not_a_conflict(void **state)
+{
+	(void)state;
+	if (!etcd_installed())
+		skip();
+	/* control: a write relayed and unanswered did reach etcd */
+	struct relay rl;
+	relay_start(&rl);
+	struct etcd *e = open_via(&rl);
+	int64_t t0 = util_now_ms();
+	assert_int_equal(etcd_put_new(e, "/t/lost", "mine", 4, 0, NULL), 0);
+	int64_t took = util_now_ms() - t0;
+	assert_int_equal(relay_stop(&rl), 1);
+	/* the first attempt timed out: the answer came from the second member */
+	assert_true(took >= ETCD_ATTEMPT_MS);
+	value_is(e, "/t/lost", "mine");
+	etcd_close(e);
+
+	/* and a lost answer does not turn a real conflict into a success */
+	relay_start(&rl);
+	e = open_via(&rl);
+	assert_int_equal(etcd_put_new(e, "/t/lost", "theirs", 6, 0, NULL), -EEXIST);
+	assert_int_equal(relay_stop(&rl), 1);
+	value_is(e, "/t/lost", "mine");
+	etcd_close(e);
+}
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(put_new_conflicts),
+		cmocka_unit_test(lost_answer_is_not_a_conflict),
+	};
+	int r = cmocka_run_group_tests(tests, start_etcd, stop_etcd);
+	curl_global_cleanup();
+	return r;
+}
