@@ -48,6 +48,9 @@
 #define CLUSTER_HASH_HEX 65        /* SHA-256 hex + NUL */
 /* A node that did not answer a forward is avoided by placement this long. */
 #define CLUSTER_SUSPECT_MS 10000
+/* How long creates placed on a node count against it when its records
+ * do not show them, ms (cluster_view.c). */
+#define CLUSTER_PLACED_HOLD_MS 10000
 
 /* One template a node has. */
 struct cluster_tpl {
@@ -71,7 +74,9 @@ struct cluster_node {
 	size_t ntpls;
 	/* this daemon's own bookkeeping, not in the record: */
 	int64_t suspect_until_ms;        /* a forward failed: placement avoids it */
-	unsigned placed_recently;        /* creates sent to it since its last record */
+	unsigned placed_recently;        /* creates sent to it its records do not show yet */
+	unsigned placed_base;            /* its sandboxes_running when they were counted */
+	int64_t placed_last_ms;          /* when the last of them was sent */
 };
 
 /* A sandbox record (cluster_sandbox_decode); row's strings owned. */
@@ -222,6 +227,19 @@ json_t *cluster_node_encode(const struct cluster_node *n);
  * node may add some).  0 or -EPROTO.
  */
 int cluster_node_decode(const char *buf, size_t len, struct cluster_node *out);
+
+/*
+ * cluster_placed_carry - carry the creates this daemon placed on a node
+ * that its records do not show yet from its old entry (old) to its new
+ * record (rec), at now (ms, util_now_ms).  A new record is not proof that
+ * it counts them: one computed before a create and written after it, or an
+ * older one read whole after a newer came by watch, shows the old count.
+ * So only the rise of sandboxes_running above the count they were placed
+ * on (placed_base) is taken off them; what a delete hides meanwhile is an
+ * overcount, dropped once the last placement is CLUSTER_PLACED_HOLD_MS old.
+ * Undercounting would stack creates on one node.  Touches only *rec.
+ */
+void cluster_placed_carry(struct cluster_node *rec, const struct cluster_node *old, int64_t now);
 
 /* cluster_sandbox_encode - the record text of row on node (a heap string
  * the caller frees, NULL on ENOMEM).  The env is left out. */

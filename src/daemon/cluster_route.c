@@ -237,7 +237,12 @@ static size_t candidates(struct cluster *c, const char *template, struct candida
 			continue;
 		v[n].node = *nd;
 		v[n].free_bytes = avail - need - pending - nd->memory_reserve_bytes;
-		v[n].load = nd->sandboxes_running + nd->placed_recently;
+		/* a record older than the count they were placed on shows less */
+		v[n].load = nd->placed_recently ? (nd->sandboxes_running > nd->placed_base
+							   ? nd->sandboxes_running
+							   : nd->placed_base) +
+							  nd->placed_recently
+						: nd->sandboxes_running;
 		v[n].self = !strcmp(nd->name, c->node);
 		n++;
 	}
@@ -248,12 +253,29 @@ static size_t candidates(struct cluster *c, const char *template, struct candida
 	return n;
 }
 
-static void note_placed(struct cluster *c, const char *name)
+/*
+ * Count a create against node name before it is sent (added 1) or take it
+ * back when it could not be (added -1).  Counted before, so that the base
+ * is a record without it: a record that shows it can only come later, and
+ * takes it off (cluster_placed_carry).
+ */
+static void note_placed(struct cluster *c, const char *name, int added)
 {
+	int64_t now = util_now_ms();
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nnodes; i++)
-		if (!strcmp(c->nodes[i].name, name))
-			c->nodes[i].placed_recently++;
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct cluster_node *nd = &c->nodes[i];
+		if (strcmp(nd->name, name) != 0)
+			continue;
+		if (added < 0) {
+			nd->placed_recently -= nd->placed_recently > 0;
+			continue;
+		}
+		if (!nd->placed_recently)
+			nd->placed_base = nd->sandboxes_running;
+		nd->placed_recently++;
+		nd->placed_last_ms = now;
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -295,17 +317,19 @@ int cluster_create_place(struct cluster *c, struct http_req *r,
 			/* create here; counted like a create sent elsewhere, or the
 			 * next create sees this node's load without it until its
 			 * own record comes back through etcd */
-			note_placed(c, c->node);
+			note_placed(c, c->node, 1);
 			here = 1;
 			break;
 		}
+		note_placed(c, v[i].node.name, 1);
 		e = cluster__forward_now(c, r, &v[i].node);
 		if (e == 0) {
-			note_placed(c, v[i].node.name);
 			answered = 1;
 		} else if (e == -ECONNREFUSED) {
+			note_placed(c, v[i].node.name, -1);
 			cluster__node_suspect(c, v[i].node.name);
 		} else {
+			note_placed(c, v[i].node.name, -1);
 			http_reply_error(r, API_ERR_INTERNAL, "could not forward the create");
 			answered = 1;
 		}

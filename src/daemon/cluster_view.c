@@ -33,21 +33,37 @@ static const char *under(const struct cluster *c, const char *key, const char *p
 	return key + pl + al;
 }
 
+/* See cluster_int.h. */
+void cluster_placed_carry(struct cluster_node *rec, const struct cluster_node *old, int64_t now)
+{
+	rec->placed_recently = old->placed_recently;
+	rec->placed_base = old->placed_base;
+	rec->placed_last_ms = old->placed_last_ms;
+	if (!rec->placed_recently || rec->updated_at_ms == old->updated_at_ms)
+		return;
+	unsigned shown = rec->sandboxes_running > rec->placed_base
+				 ? rec->sandboxes_running - rec->placed_base
+				 : 0;
+	rec->placed_recently -= shown < rec->placed_recently ? shown : rec->placed_recently;
+	if (rec->sandboxes_running > rec->placed_base)
+		rec->placed_base = rec->sandboxes_running;
+	if (now - rec->placed_last_ms > CLUSTER_PLACED_HOLD_MS)
+		rec->placed_recently = 0;
+}
+
 /* Replace the node table with nodes (n), keeping this daemon's own notes
  * on nodes that stay; end forwards to nodes that left. */
 static void set_nodes(struct cluster *c, struct cluster_node *nodes, size_t n)
 {
 	char gone[CLUSTER_NODES_MAX][CLUSTER_NAME_MAX];
 	size_t ngone = 0;
+	int64_t now = util_now_ms();
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < c->nnodes; j++)
 			if (!strcmp(nodes[i].name, c->nodes[j].name)) {
 				nodes[i].suspect_until_ms = c->nodes[j].suspect_until_ms;
-				nodes[i].placed_recently =
-					nodes[i].updated_at_ms == c->nodes[j].updated_at_ms
-						? c->nodes[j].placed_recently
-						: 0;
+				cluster_placed_carry(&nodes[i], &c->nodes[j], now);
 			}
 	for (size_t j = 0; j < c->nnodes; j++) {
 		int kept = 0;

@@ -295,12 +295,71 @@ static void signatures(void **state)
 	assert_false(cluster__verify(&c, forged, "POST", path, now, from));
 }
 
+/* A node entry as set_nodes keeps it: its record and this daemon's notes. */
+static struct cluster_node entry(int64_t updated, unsigned running, unsigned placed,
+				 unsigned base, int64_t last)
+{
+	struct cluster_node n;
+	memset(&n, 0, sizeof(n));
+	n.updated_at_ms = updated;
+	n.sandboxes_running = running;
+	n.placed_recently = placed;
+	n.placed_base = base;
+	n.placed_last_ms = last;
+	return n;
+}
+
+static void placed_creates_carry(void **state)
+{
+	(void)state;
+	const int64_t t = 1000000;
+	/* two creates placed on a node whose record said 3 */
+	struct cluster_node old = entry(10, 3, 2, 3, t);
+	/* the same record again: nothing changes */
+	struct cluster_node rec = entry(10, 3, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + 1);
+	assert_int_equal(rec.placed_recently, 2);
+	assert_int_equal(rec.placed_base, 3);
+	/* a newer record still without them (computed before they started):
+	 * they still count; resetting here is the bug this guards */
+	rec = entry(11, 3, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + 1);
+	assert_int_equal(rec.placed_recently, 2);
+	assert_int_equal(rec.placed_base, 3);
+	/* a record that shows one of them */
+	old = rec;
+	rec = entry(12, 4, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + 2);
+	assert_int_equal(rec.placed_recently, 1);
+	assert_int_equal(rec.placed_base, 4);
+	/* an older record read whole after it: the base does not fall */
+	old = rec;
+	rec = entry(9, 2, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + 3);
+	assert_int_equal(rec.placed_recently, 1);
+	assert_int_equal(rec.placed_base, 4);
+	/* both shown, and more (creates sent by other nodes): none left */
+	old = rec;
+	rec = entry(13, 7, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + 4);
+	assert_int_equal(rec.placed_recently, 0);
+	/* one hidden by a delete: an overcount until the hold ends */
+	old = entry(20, 5, 1, 5, t);
+	rec = entry(21, 5, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + CLUSTER_PLACED_HOLD_MS);
+	assert_int_equal(rec.placed_recently, 1);
+	rec = entry(22, 5, 0, 0, 0);
+	cluster_placed_carry(&rec, &old, t + CLUSTER_PLACED_HOLD_MS + 1);
+	assert_int_equal(rec.placed_recently, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(range_answers),  cmocka_unit_test(txn_lease_watch),
 		cmocka_unit_test(prefix_end),     cmocka_unit_test(node_records),
 		cmocka_unit_test(sandbox_and_key_records), cmocka_unit_test(signatures),
+		cmocka_unit_test(placed_creates_carry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
