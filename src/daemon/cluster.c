@@ -89,6 +89,24 @@ static void free_cluster(struct cluster *c)
 	free(c);
 }
 
+/*
+ * The first call to etcd: push this node's admin keys, trying again for
+ * CLUSTER_JOIN_WAIT_MS while no member answers.  A node that starts while
+ * the members elect a leader (a member that comes back after a cut can
+ * force an election) or come up themselves waits instead of failing.
+ */
+static int join_wait(struct cluster *c)
+{
+	int64_t until = util_now_ms() + CLUSTER_JOIN_WAIT_MS;
+	int r;
+	while ((r = cluster__keys_push_admin(c)) == -ENOTCONN && util_now_ms() < until) {
+		log_kv(LOG_WARN, "cluster.waiting_for_etcd", "etcd=%s", c->d->cfg.cluster);
+		struct timespec ts = {1, 0};
+		nanosleep(&ts, NULL);
+	}
+	return r;
+}
+
 int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -106,8 +124,9 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 									    : NULL,
 				 &c->etcd)) < 0)
 		snprintf(err, errlen, "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
-	if (!r && (r = cluster__keys_push_admin(c)) < 0)
-		snprintf(err, errlen, "etcd did not answer at %s: %s", d->cfg.cluster,
+	if (!r && (r = join_wait(c)) < 0)
+		snprintf(err, errlen, "etcd did not answer at %s for %d s: %s", d->cfg.cluster,
+			 CLUSTER_JOIN_WAIT_MS / 1000,
 			 r == -ENOTCONN ? "no member reachable" : strerror(-r));
 	if (!r && (r = cluster__view_start(c)) < 0)
 		snprintf(err, errlen, "cannot read the cluster from etcd: %s", strerror(-r));

@@ -48,6 +48,8 @@
 #define CLUSTER_HASH_HEX 65        /* SHA-256 hex + NUL */
 /* A node that did not answer a forward is avoided by placement this long. */
 #define CLUSTER_SUSPECT_MS 10000
+/* How long a starting node waits for etcd to answer at all, ms. */
+#define CLUSTER_JOIN_WAIT_MS 20000
 /* How long creates placed on a node count against it when its records
  * do not show them, ms (cluster_view.c). */
 #define CLUSTER_PLACED_HOLD_MS 10000

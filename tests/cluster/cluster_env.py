@@ -133,7 +133,10 @@ class Cluster:
              "--initial-cluster", members, "--initial-cluster-state", "new",
              "--initial-cluster-token", f"pds-{self.tag}",
              "--heartbeat-interval", "100",
-             "--election-timeout", str(int(self.ELECTION_S * 1000))],
+             "--election-timeout", str(int(self.ELECTION_S * 1000)),
+             # a member back from a cut asks before it stands for election,
+             # so it does not depose a working leader (docs/cluster.md)
+             "--pre-vote"],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
 
