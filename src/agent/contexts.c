@@ -19,6 +19,8 @@
 /* Bounds on the reaper's sleep, ms. */
 #define REAP_MIN_MS 100
 #define REAP_MAX_MS 60000
+/* Kernel events handled per wake of the loop (on_events). */
+#define CONTEXT_EVENTS_BATCH 64
 
 static struct agent_context *head;      /* oldest first */
 static unsigned count;
@@ -322,7 +324,12 @@ static void on_events(struct loop_watch *lw, uint32_t revents)
 	uint64_t exec_id;
 	json_t *ev;
 	int doomed = 0;
-	while (!doomed && kernel_ctx_next_event(c->k, &exec_id, &ev) == 0) {
+	/* A bounded batch: a cell flooding output must not keep the loop from
+	 * the host's frames (a CANCEL, another request).  The eventfd is read
+	 * only once the queue is empty, so the loop comes back for the rest. */
+	for (unsigned k = 0; k < CONTEXT_EVENTS_BATCH && !doomed &&
+			     kernel_ctx_next_event(c->k, &exec_id, &ev) == 0;
+	     k++) {
 		if (exec_id == 0) {
 			doomed = on_context_event(c, ev);
 			json_decref(ev);

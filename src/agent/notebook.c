@@ -71,26 +71,58 @@ static json_t *find(struct notebook *nb, uint64_t exec_id, size_t *at)
 	return NULL;
 }
 
-/* Text printed on stream name: appended to the last output when it is the
- * same stream, else a new stream output. */
+/*
+ * Text printed on stream name: added to the last output when it is the
+ * same stream, else a new stream output.  While the cell runs a stream
+ * output's "text" is the array of its pieces (nbformat's multiline
+ * string), so a cell printing a line at a time costs one append per line,
+ * not a copy of everything printed so far; join_texts makes each one
+ * string when the cell ends.
+ */
 static void add_text(json_t *outputs, const char *name, json_t *text)
 {
 	json_t *last = json_array_get(outputs, json_array_size(outputs) - 1);
 	const char *lname = json_string_value(json_object_get(last, "name"));
-	json_t *ltext = json_object_get(last, "text");
-	if (lname && !strcmp(lname, name) && json_is_string(ltext)) {
-		size_t a = json_string_length(ltext), b = json_string_length(text);
-		char *s = malloc(a + b + 1);
-		if (!s)
-			return;
-		memcpy(s, json_string_value(ltext), a);
-		memcpy(s + a, json_string_value(text), b);
-		json_object_set_new(last, "text", json_stringn(s, a + b));
-		free(s);
+	json_t *pieces = json_object_get(last, "text");
+	if (lname && !strcmp(lname, name) && json_is_array(pieces)) {
+		json_array_append(pieces, text);
 		return;
 	}
-	json_array_append_new(outputs, json_pack("{s:s, s:s, s:O}", "output_type", "stream", "name",
-						 name, "text", text));
+	json_array_append_new(outputs, json_pack("{s:s, s:s, s:[O]}", "output_type", "stream",
+						 "name", name, "text", text));
+}
+
+/* Each stream output's pieces as one string (an output that cannot be
+ * joined for want of memory is dropped). */
+static void join_texts(json_t *outputs)
+{
+	for (size_t i = 0; i < json_array_size(outputs);) {
+		json_t *o = json_array_get(outputs, i);
+		json_t *pieces = json_object_get(o, "text");
+		if (!json_is_array(pieces)) {
+			i++;
+			continue;
+		}
+		size_t n = 0, k;
+		json_t *t;
+		json_array_foreach(pieces, k, t)
+			n += json_string_length(t);
+		char *s = malloc(n + 1);
+		json_t *joined = NULL;
+		if (s) {
+			size_t at = 0;
+			json_array_foreach(pieces, k, t) {
+				memcpy(s + at, json_string_value(t), json_string_length(t));
+				at += json_string_length(t);
+			}
+			joined = json_stringn(s, n);
+			free(s);
+		}
+		if (joined && json_object_set_new(o, "text", joined) == 0)
+			i++;
+		else
+			json_array_remove(outputs, i);
+	}
 }
 
 /* A result event as a display_data or execute_result output. */
@@ -124,6 +156,7 @@ static void end_cell(json_t *cell, json_t *ev)
 	json_t *n = json_is_integer(count) && json_integer_value(count) >= 0 ? count : json_null();
 	json_object_set(cell, "execution_count", n);
 	json_t *outputs = json_object_get(cell, "outputs");
+	join_texts(outputs);
 	size_t i;
 	json_t *o;
 	json_array_foreach(outputs, i, o)
