@@ -208,7 +208,10 @@ int jupyter_conn_recv(struct jupyter_conn *c, enum jupyter_channel ch, struct ju
 			f[i].data = zmq_msg_data(&parts[i]);
 			f[i].len = zmq_msg_size(&parts[i]);
 		}
-		r = jupyter_msg_parse(f, n, c->key, strlen(c->key), m);
+		if (ch == JUPYTER_IOPUB && c->drop_output && jupyter_msg_is_output(f, n))
+			r = -ECANCELED; /* neither verified nor parsed: nobody wants it */
+		else
+			r = jupyter_msg_parse(f, n, c->key, strlen(c->key), m);
 	}
 	for (size_t i = 0; i < n; i++)
 		zmq_msg_close(&parts[i]);

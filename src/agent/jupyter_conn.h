@@ -51,6 +51,9 @@ struct jupyter_conn {
 	char key[65];                      /* hex key; its bytes sign */
 	char session[JUPYTER_ID_SIZE];     /* our header.session */
 	uint8_t routing_id[16];
+	/* set by the owner: iopub output messages (jupyter_msg_is_output) are
+	 * received and dropped unread, jupyter_conn_recv answering -ECANCELED */
+	int drop_output;
 	/* heartbeat state (jupyter_conn_hb_*) */
 	int hb_waiting;
 	int64_t hb_sent_ms;
@@ -92,7 +95,8 @@ int jupyter_conn_send(struct jupyter_conn *c, enum jupyter_channel ch, const cha
  * jupyter_conn_recv - receive one message from ch (not hb) without
  * blocking.  Returns 0 with *m filled (caller clears), -EAGAIN when nothing
  * is waiting, -EBADMSG or -EPERM for a message that was received but
- * dropped (malformed, bad signature: the caller just reads on), -errno.
+ * dropped (malformed, bad signature: the caller just reads on),
+ * -ECANCELED for an output message dropped unread (drop_output), -errno.
  */
 int jupyter_conn_recv(struct jupyter_conn *c, enum jupyter_channel ch, struct jupyter_msg *m);
 

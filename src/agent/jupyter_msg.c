@@ -87,14 +87,37 @@ static void fill_strings(struct jupyter_msg *m)
 	m->parent_id = str_field(m->parent_header, "msg_id");
 }
 
-int jupyter_msg_parse(const struct jupyter_frame *f, size_t n,
-		      const void *key, size_t keylen, struct jupyter_msg *m)
+/* The index of the delimiter frame in f (n frames), or n if none. */
+static size_t delimiter(const struct jupyter_frame *f, size_t n)
 {
 	static const size_t delim_len = sizeof(JUPYTER_DELIM) - 1;
-	memset(m, 0, sizeof(*m));
 	size_t d = 0;
 	while (d < n && !(f[d].len == delim_len && memcmp(f[d].data, JUPYTER_DELIM, delim_len) == 0))
 		d++;
+	return d;
+}
+
+int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n)
+{
+	static const char *const output[] = {"stream", "display_data", "update_display_data",
+					     "execute_result"};
+	size_t d = delimiter(f, n);
+	if (d == n || n - d < 6 || f[d + 2].len > JUPYTER_HEADER_PEEK_MAX)
+		return 0;
+	json_t *h = load_object(&f[d + 2]);
+	const char *t = str_field(h, "msg_type");
+	int yes = 0;
+	for (size_t i = 0; i < sizeof(output) / sizeof(output[0]); i++)
+		yes |= strcmp(t, output[i]) == 0;
+	json_decref(h);
+	return yes;
+}
+
+int jupyter_msg_parse(const struct jupyter_frame *f, size_t n,
+		      const void *key, size_t keylen, struct jupyter_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	size_t d = delimiter(f, n);
 	if (d == n || n - d < 6)
 		return -EBADMSG;
 	const struct jupyter_frame *sig = &f[d + 1], *part = &f[d + 2];

@@ -64,6 +64,16 @@ int jupyter_sign(const void *key, size_t keylen,
 		 const struct jupyter_frame part[4], char out[JUPYTER_SIG_SIZE]);
 
 /*
+ * jupyter_msg_is_output - 1 if n frames (identities first) are a message
+ * whose header says stream, display_data, update_display_data or
+ * execute_result, else 0 (also for anything malformed).  Reads the header
+ * part alone (at most JUPYTER_HEADER_PEEK_MAX bytes) and verifies nothing:
+ * only for choosing to drop a message unread, never to trust one.
+ */
+#define JUPYTER_HEADER_PEEK_MAX 4096
+int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n);
+
+/*
  * jupyter_msg_parse - parse n frames (identities first) into *m, verifying
  * the signature when keylen > 0 (constant-time compare).
  * Returns 0 and fills *m (the caller clears it), -EBADMSG (no delimiter,

@@ -53,6 +53,8 @@
 /* Messages drained per channel per wake, so one flood cannot starve the
  * others (the rest is read on the next iteration). */
 #define DRAIN_MAX 256
+/* ... or for this long, ms (drain). */
+#define DRAIN_BUDGET_MS 100
 
 struct jup {
 	struct jupyter_conn conn;
@@ -159,13 +161,27 @@ static void check_ready(struct kernel_ctx *c, struct jup *j)
 	}
 }
 
+/*
+ * Read what waits on ch: at most DRAIN_MAX messages or DRAIN_BUDGET_MS,
+ * so that the loop gets back to its requests (an interrupt, a cancel)
+ * while a cell floods output.  Once a run's output reached its cap, more
+ * is dropped before it is parsed: a cell printing faster than the agent
+ * parses would otherwise leave a backlog (unbounded: RCVHWM 0) that holds
+ * up its interrupt's reply and every later run for as long as it takes to
+ * read.
+ */
 static void drain(struct kernel_ctx *c, struct jup *j, enum jupyter_channel ch, int64_t now)
 {
 	for (int k = 0; k < DRAIN_MAX && c->bs == j; k++) {
+		if (k > 0 && util_now_ms() - now >= DRAIN_BUDGET_MS)
+			return;
 		struct jupyter_msg m;
+		j->conn.drop_output = c->cur != NULL && c->x.truncated;
 		int r = jupyter_conn_recv(&j->conn, ch, &m);
 		if (r == -EAGAIN || r == -ENOTSOCK || r == -EINVAL || r == -ETERM)
 			return;
+		if (r == -ECANCELED)
+			continue; /* output past the run's cap */
 		if (r < 0) {
 			log_kv(LOG_DEBUG, "kernel.bad_message", "channel=%d r=%d", (int)ch, r);
 			continue;

@@ -1,6 +1,7 @@
 /*
  * fuzz_jupyter_msg.c - libFuzzer target for everything the agent does
- * with bytes a kernel sends: multipart frames -> jupyter_msg_parse
+ * with bytes a kernel sends: multipart frames -> jupyter_msg_is_output and
+ * jupyter_msg_parse
  * (unsigned, and signed with a valid HMAC so the verified path parses
  * too) -> the execution state machine and result mapping -> the done
  * event; the fallback kernel's JSON line -> jupyter_msg_from_json -> the
@@ -62,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += len;
 	}
 
+	(void)jupyter_msg_is_output(f, n);
 	struct jupyter_msg m;
 	if (jupyter_msg_parse(f, n, NULL, 0, &m) == 0) {
 		exercise(&m, cap);

@@ -263,6 +263,47 @@ def test_run_code_stream(ctx_daemon, ci):
     assert r.status == 404 and r.error_code() == "context_not_found"
 
 
+FLOOD = "i = 0\nwhile True:\n    print(i, 'z' * 1000); i += 1"
+
+
+def test_client_leaving_interrupts_the_cell(ctx_daemon, ci):
+    """A client that leaves a run (run_code or run_code_stream) of a cell
+    flooding output without end: the cell is interrupted, the context keeps
+    its state and answers the next run (a backlog of the flood's output
+    once held every later run for as long as it took to read)."""
+    cid = new_context(ctx_daemon, ci)["id"]
+    run(ctx_daemon, ci, cid, "kept = 7")
+    # control: while the flood runs, a second run waits its turn
+    c = ctx_daemon.conn(timeout=6)
+    c.request("POST", f"/v1/sandboxes/{ci}/contexts/{cid}/run_code",
+              body=json.dumps({"code": FLOOD, "timeout_seconds": 0}),
+              headers={"Authorization": f"Bearer {ctx_daemon.admin_key}"})
+    with pytest.raises(TimeoutError):
+        c.getresponse()
+    r = ctx_daemon.request("GET", f"/v1/sandboxes/{ci}/contexts")
+    assert [x["busy"] for x in r.json()["contexts"] if x["id"] == cid] == [True]
+    c.close()  # the client leaves
+    t0 = time.time()
+    ex = run(ctx_daemon, ci, cid, "kept", timeout_seconds=60)
+    assert main_text(ex) == "7", ex
+    left_run = time.time() - t0
+    # the same through the stream: a few events read, then gone
+    c = ctx_daemon.conn()
+    c.request("POST", f"/v1/sandboxes/{ci}/contexts/{cid}/run_code_stream",
+              body=json.dumps({"code": FLOOD, "timeout_seconds": 0}),
+              headers={"Authorization": f"Bearer {ctx_daemon.admin_key}"})
+    resp = c.getresponse()
+    assert resp.status == 200
+    assert any(name == "stdout" for name, _ in read_sse(resp))  # stops at the first
+    time.sleep(4)
+    c.close()
+    t0 = time.time()
+    ex = run(ctx_daemon, ci, cid, "kept + 1", timeout_seconds=60)
+    assert main_text(ex) == "8", ex
+    print(f"next run after the client left: {left_run:.1f} s (run_code), "
+          f"{time.time() - t0:.1f} s (run_code_stream)")
+
+
 def test_list_delete_and_errors(ctx_daemon, ci):
     c = new_context(ctx_daemon, ci, cwd="/tmp", env={"GREETING": "it's \"here\""})
     cid = c["id"]

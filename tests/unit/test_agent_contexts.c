@@ -424,6 +424,38 @@ static void test_cancel_run(void **state)
 	run_clear(&r);
 }
 
+/* The host closes a run it stopped waiting for (its client left) without
+ * collecting it: the cell is interrupted and the context takes the next
+ * run at once, for a quiet cell and for one flooding output (which ran
+ * into its output cap: a backlog the agent parsed in full held the next
+ * run up for minutes). */
+static void test_close_interrupts(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_q", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	static const char *const cells[] = {
+		"import time\nwhile True: time.sleep(0.5)",
+		"i=0\nwhile True:\n  print(i, 'z'*1000); i+=1",
+	};
+	for (size_t k = 0; k < 2; k++) {
+		struct guest_run *s;
+		json_t *req = run_req("ctx_q", cells[k], 0);
+		assert_int_equal(open_run(f->c, req, &s), 0);
+		json_decref(req);
+		/* long enough for the flood to pass the 16 MiB cap many times */
+		for (int64_t until = util_now_ms() + 6000; util_now_ms() < until;)
+			usleep(100 * 1000);
+		guest_run_close(s);
+		struct run r;
+		run_code(f->c, "ctx_q", "2+2", 20000, &r);
+		assert_null(end_error(r.end));
+		assert_string_equal(main_text(&r), "4");
+		run_clear(&r);
+	}
+}
+
 static void test_delete_and_interrupt(void **state)
 {
 	struct fixture *f = *state;
@@ -613,6 +645,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_kernel_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_interrupts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_and_interrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_reaper, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_contexts_survive_the_host, setup, teardown),

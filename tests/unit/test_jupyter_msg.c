@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -179,6 +180,43 @@ static void test_parse_unsigned_and_malformed(void **state)
 	f[4] = (struct jupyter_frame){ "{}", 2 };
 	f[2] = (struct jupyter_frame){ "{\"msg_id\":\"m\"}", 14 };
 	assert_int_equal(jupyter_msg_parse(f, 7, NULL, 0, &m), -EBADMSG);
+}
+
+/* Output messages are told apart by their header alone, unverified. */
+static void test_is_output(void **state)
+{
+	(void)state;
+	struct jupyter_frame f[7] = {
+		{ "ident", 5 }, { JUPYTER_DELIM, 9 }, { "not-a-signature", 15 },
+		{ "{\"msg_type\":\"stream\"}", 21 }, { "{}", 2 }, { "{}", 2 },
+		{ "this content is never read", 27 },
+	};
+	assert_int_equal(jupyter_msg_is_output(f, 7), 1);
+	static const char *const yes[] = { "{\"msg_type\":\"display_data\"}",
+					   "{\"msg_type\":\"update_display_data\"}",
+					   "{\"msg_type\":\"execute_result\"}" };
+	for (size_t i = 0; i < 3; i++) {
+		f[3] = (struct jupyter_frame){ yes[i], strlen(yes[i]) };
+		assert_int_equal(jupyter_msg_is_output(f, 7), 1);
+	}
+	/* the end of a run, errors and anything malformed are not */
+	static const char *const no[] = { "{\"msg_type\":\"status\"}",
+					  "{\"msg_type\":\"error\"}",
+					  "{\"msg_type\":\"execute_reply\"}", "{\"msg_type\":1}",
+					  "[\"stream\"]", "{", "" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		f[3] = (struct jupyter_frame){ no[i], strlen(no[i]) };
+		assert_int_equal(jupyter_msg_is_output(f, 7), 0);
+	}
+	f[3] = (struct jupyter_frame){ "{\"msg_type\":\"stream\"}", 21 };
+	assert_int_equal(jupyter_msg_is_output(f, 6), 0);     /* too few frames */
+	assert_int_equal(jupyter_msg_is_output(f + 2, 5), 0); /* no delimiter */
+	/* a header past the peek cap is left to the full parse */
+	static char big[JUPYTER_HEADER_PEEK_MAX + 64];
+	int n = snprintf(big, sizeof(big), "{\"msg_type\":\"stream\",\"pad\":\"%*s\"}",
+			 JUPYTER_HEADER_PEEK_MAX, "");
+	f[3] = (struct jupyter_frame){ big, (size_t)n };
+	assert_int_equal(jupyter_msg_is_output(f, 7), 0);
 }
 
 /* --- mapping --------------------------------------------------------------*/
@@ -405,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_encode_parse_roundtrip),
 		cmocka_unit_test(test_sign_known_vector),
 		cmocka_unit_test(test_parse_unsigned_and_malformed),
+		cmocka_unit_test(test_is_output),
 		cmocka_unit_test(test_map_result_fields),
 		cmocka_unit_test(test_map_text_quotes),
 		cmocka_unit_test(test_map_wrong_types_go_to_extra),
