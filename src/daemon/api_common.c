@@ -110,7 +110,7 @@ struct sbx *api_acquire(struct http_req *r)
 	if (e == -ENOENT)
 		http_reply_error(r, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", r->params[0]);
 	else if (e == -ESRCH)
-		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is %s",
+		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is not running (its status: %s)",
 				 r->params[0], strcmp(status, "running") ? status : "stopping");
 	else
 		http_reply_error(r, API_ERR_INTERNAL, "the registry failed");

@@ -175,7 +175,7 @@ int cluster_route(struct cluster *c, struct http_req *r)
 					 "sandbox %s is lost: its node %s left the cluster (its lease "
 					 "expired)", id, s.node);
 		else
-			http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %s is %s", id,
+			http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %s is not running (its status: %s)", id,
 					 s.row.status);
 	}
 	sandbox_row_clear(&s.row);

@@ -197,7 +197,7 @@ static struct sbx *acquire(struct sandboxes *reg, const char *team, const char *
 	if (r == -ENOENT)
 		sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", id);
 	else if (r == -ESRCH)
-		sbx__set_err(err, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is %s", id,
+		sbx__set_err(err, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %.64s is not running (its status: %s)", id,
 			     strcmp(status, "running") ? status : "stopping");
 	else if (r < 0)
 		sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
