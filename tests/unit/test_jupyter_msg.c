@@ -275,6 +275,25 @@ static void test_map_wrong_types_go_to_extra(void **state)
 	assert_string_equal(str(r, "markdown"), "# a\nb");
 	json_decref(r);
 	json_decref(data);
+	/* an image that is not base64 is not passed off as one */
+	static const char *const bad[] = { "not base64 !!", "QUJD\x01", "QUJ", "Q===", "QU=D",
+					   "QUJD\u00e9" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *img = json_pack("{s:s}", "image/png", bad[i]);
+		r = jupyter_map_result(img, 0);
+		assert_null(json_object_get(r, "png"));
+		assert_string_equal(json_string_value(json_object_get(
+					    json_object_get(r, "extra"), "image/png")),
+				    bad[i]);
+		json_decref(r);
+		json_decref(img);
+	}
+	/* control: base64 with line breaks and padding is one */
+	json_t *img = json_pack("{s:s}", "image/jpeg", "QUJD\nRA==\n");
+	r = jupyter_map_result(img, 0);
+	assert_string_equal(str(r, "jpeg"), "QUJDRA==");
+	json_decref(r);
+	json_decref(img);
 	json_t *three = json_integer(3);
 	assert_null(jupyter_map_result(three, 0)); /* not an object */
 	json_decref(three);
