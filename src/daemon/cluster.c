@@ -101,8 +101,7 @@ static int join_wait(struct cluster *c)
 	int r;
 	while ((r = cluster__keys_push_admin(c)) == -ENOTCONN && util_now_ms() < until) {
 		log_kv(LOG_WARN, "cluster.waiting_for_etcd", "etcd=%s", c->d->cfg.cluster);
-		struct timespec ts = {1, 0};
-		nanosleep(&ts, NULL);
+		cluster__wait(c, 1000, NULL);
 	}
 	return r;
 }

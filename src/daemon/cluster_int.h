@@ -77,7 +77,8 @@ struct cluster_node {
 	/* this daemon's own bookkeeping, not in the record: */
 	int64_t suspect_until_ms;        /* a forward failed: placement avoids it */
 	unsigned placed_recently;        /* creates sent to it its records do not show yet */
-	unsigned placed_base;            /* its sandboxes_running when they were counted */
+	unsigned placed_base;            /* the highest sandboxes_running seen since
+					  * they were counted (>= the record's) */
 	int64_t placed_last_ms;          /* when the last of them was sent */
 };
 

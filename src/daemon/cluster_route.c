@@ -237,11 +237,9 @@ static size_t candidates(struct cluster *c, const char *template, struct candida
 			continue;
 		v[n].node = *nd;
 		v[n].free_bytes = avail - need - pending - nd->memory_reserve_bytes;
-		/* a record older than the count they were placed on shows less */
-		v[n].load = nd->placed_recently ? (nd->sandboxes_running > nd->placed_base
-							   ? nd->sandboxes_running
-							   : nd->placed_base) +
-							  nd->placed_recently
+		/* while creates are pending placed_base is at least the record's
+		 * count (an older record read later shows less) */
+		v[n].load = nd->placed_recently ? nd->placed_base + nd->placed_recently
 						: nd->sandboxes_running;
 		v[n].self = !strcmp(nd->name, c->node);
 		n++;

@@ -38,17 +38,29 @@ static char dir[] = "/tmp/test_cluster_etcd_XXXXXX";
 static pid_t etcd_pid;
 static int client_port;
 
-/* A free loopback TCP port (bound, read, closed). */
-static int free_port(void)
+/* A TCP socket bound to a free loopback port (*port), or -1. */
+static int loopback_socket(int *port)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(s, (struct sockaddr *)&a, &len) < 0)
-		return -1;
-	close(s);
-	return ntohs(a.sin_port);
+	if (s >= 0 && (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		       getsockname(s, (struct sockaddr *)&a, &len) < 0)) {
+		close(s);
+		s = -1;
+	}
+	*port = s >= 0 ? ntohs(a.sin_port) : -1;
+	return s;
+}
+
+/* A free loopback TCP port (bound, read, closed). */
+static int free_port(void)
+{
+	int port;
+	int s = loopback_socket(&port);
+	if (s >= 0)
+		close(s);
+	return port;
 }
 
 static int etcd_installed(void)
@@ -193,14 +205,9 @@ static void relay_start(struct relay *rl)
 {
 	memset(rl, 0, sizeof(*rl));
 	pthread_mutex_init(&rl->lock, NULL);
-	rl->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
+	rl->listen_fd = loopback_socket(&rl->port);
 	assert_true(rl->listen_fd >= 0);
-	assert_int_equal(bind(rl->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(rl->listen_fd, 4), 0);
-	assert_int_equal(getsockname(rl->listen_fd, (struct sockaddr *)&a, &len), 0);
-	rl->port = ntohs(a.sin_port);
 	assert_int_equal(pthread_create(&rl->thread, NULL, relay_main, rl), 0);
 }
 

@@ -309,6 +309,15 @@ static struct cluster_node entry(int64_t updated, unsigned running, unsigned pla
 	return n;
 }
 
+/* The entry a new record (updated, running) makes of old at now. */
+static struct cluster_node carried(const struct cluster_node *old, int64_t updated,
+				   unsigned running, int64_t now)
+{
+	struct cluster_node rec = entry(updated, running, 0, 0, 0);
+	cluster_placed_carry(&rec, old, now);
+	return rec;
+}
+
 static void placed_creates_carry(void **state)
 {
 	(void)state;
@@ -316,40 +325,30 @@ static void placed_creates_carry(void **state)
 	/* two creates placed on a node whose record said 3 */
 	struct cluster_node old = entry(10, 3, 2, 3, t);
 	/* the same record again: nothing changes */
-	struct cluster_node rec = entry(10, 3, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + 1);
+	struct cluster_node rec = carried(&old, 10, 3, t + 1);
 	assert_int_equal(rec.placed_recently, 2);
 	assert_int_equal(rec.placed_base, 3);
 	/* a newer record still without them (computed before they started):
 	 * they still count; resetting here is the bug this guards */
-	rec = entry(11, 3, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + 1);
+	rec = carried(&old, 11, 3, t + 1);
 	assert_int_equal(rec.placed_recently, 2);
 	assert_int_equal(rec.placed_base, 3);
 	/* a record that shows one of them */
-	old = rec;
-	rec = entry(12, 4, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + 2);
+	rec = carried(&rec, 12, 4, t + 2);
 	assert_int_equal(rec.placed_recently, 1);
 	assert_int_equal(rec.placed_base, 4);
 	/* an older record read whole after it: the base does not fall */
-	old = rec;
-	rec = entry(9, 2, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + 3);
+	rec = carried(&rec, 9, 2, t + 3);
 	assert_int_equal(rec.placed_recently, 1);
 	assert_int_equal(rec.placed_base, 4);
 	/* both shown, and more (creates sent by other nodes): none left */
-	old = rec;
-	rec = entry(13, 7, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + 4);
+	rec = carried(&rec, 13, 7, t + 4);
 	assert_int_equal(rec.placed_recently, 0);
 	/* one hidden by a delete: an overcount until the hold ends */
 	old = entry(20, 5, 1, 5, t);
-	rec = entry(21, 5, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + CLUSTER_PLACED_HOLD_MS);
+	rec = carried(&old, 21, 5, t + CLUSTER_PLACED_HOLD_MS);
 	assert_int_equal(rec.placed_recently, 1);
-	rec = entry(22, 5, 0, 0, 0);
-	cluster_placed_carry(&rec, &old, t + CLUSTER_PLACED_HOLD_MS + 1);
+	rec = carried(&old, 22, 5, t + CLUSTER_PLACED_HOLD_MS + 1);
 	assert_int_equal(rec.placed_recently, 0);
 }
 
