@@ -55,6 +55,14 @@ static int tchar(unsigned char c)
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
+static int tchar_all(const char *at, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!tchar((unsigned char)at[i]))
+			return 0;
+	return 1;
+}
+
 /* A field value's bytes (RFC 9110 5.5): no controls but HTAB. */
 static int value_ok(const char *at, size_t len)
 {
@@ -83,9 +91,21 @@ static int on_status(http_parser *p, const char *at, size_t len)
 	return count(R(p), len + sizeof("HTTP/1.1 200 \r\n") - 1);
 }
 
+/* A trailer field's piece (RFC 9112 7.1.2), after the final head: checked
+ * and counted against the head's cap, then dropped (the proxy forwards no
+ * trailers); the final head's headers stay as they were. */
+static int trailer(struct port_resp *r, const char *at, size_t len, int value)
+{
+	if (value ? !value_ok(at, len) : !tchar_all(at, len))
+		return fail(r, FAIL_PROTO);
+	return count(r, len + (value ? 0 : sizeof(": \r\n") - 1));
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
 	struct port_resp *r = R(p);
+	if (r->head_done)
+		return trailer(r, at, len, 0);
 	if (r->in_value || r->nheaders == 0) {
 		/* a new header: end the previous value, start a name */
 		if (r->nheaders && store_nul(r))
@@ -99,15 +119,16 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 		if (count(r, sizeof(": \r\n") - 1))
 			return 1;
 	}
-	for (size_t i = 0; i < len; i++)
-		if (!tchar((unsigned char)at[i]))
-			return fail(r, FAIL_PROTO);
+	if (!tchar_all(at, len))
+		return fail(r, FAIL_PROTO);
 	return store_add(r, at, len);
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct port_resp *r = R(p);
+	if (r->head_done)
+		return trailer(r, at, len, 1);
 	if (r->nheaders == 0)
 		return fail(r, FAIL_PROTO);
 	if (!r->in_value) {

@@ -9,7 +9,9 @@
  * caps (PORT_RESP_HEAD_MAX bytes of head, PORT_RESP_HEADERS_MAX headers,
  * 16 interim answers), checks header names are tokens and values hold no
  * control bytes (RFC 9110 5.1, 5.5), skips interim 1xx answers other than
- * 101, and hands out the body.
+ * 101, and hands out the body.  Trailer fields of a chunked body are checked
+ * the same way and count against the head's cap, but are dropped: the final
+ * head's headers never change once head_done.
  * tests/fuzz/fuzz_port_resp.c feeds it.
  *
  * Use: port_resp_init, then port_resp_feed with each piece read from the

@@ -217,6 +217,9 @@ static void answers(void **state)
 		assert_int_equal(r.content_length, -1);
 		assert_int_equal(blen, 5);
 		assert_memory_equal(body, "abcde", 5);
+		/* the trailer is dropped; the head's headers stay whole */
+		assert_int_equal(r.nheaders, 1);
+		assert_string_equal(port_resp_header(&r, "Transfer-Encoding"), "chunked");
 	}
 	/* to the end of the connection */
 	static const char eof[] = "HTTP/1.0 200 OK\r\n\r\nall of it";
@@ -275,6 +278,8 @@ static void refusals(void **state)
 		"HTTP/1.1 200 OK\r\nBad Header: x\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nBad T: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: \x01\r\n\r\n",
 	};
 	for (size_t i = 0; i < sizeof(proto) / sizeof(proto[0]); i++) {
 		port_resp_init(&r, 0);
@@ -306,6 +311,13 @@ static void refusals(void **state)
 		assert_int_equal(feed(&r, h, n, step ? 1000 : 0, body, sizeof(body), &blen, 0),
 				 -E2BIG);
 	}
+	/* trailers count with the head */
+	n = (size_t)sprintf(h, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: ");
+	memset(h + n, 'a', PORT_RESP_HEAD_MAX);
+	n += PORT_RESP_HEAD_MAX;
+	n += (size_t)sprintf(h + n, "\r\n\r\n");
+	port_resp_init(&r, 0);
+	assert_int_equal(feed(&r, h, n, 1000, body, sizeof(body), &blen, 0), -E2BIG);
 	n = (size_t)sprintf(h, "HTTP/1.1 200 OK\r\n");
 	for (int i = 0; i <= PORT_RESP_HEADERS_MAX; i++)
 		n += (size_t)sprintf(h + n, "X%d: %d\r\n", i, i);
