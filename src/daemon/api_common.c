@@ -165,6 +165,18 @@ static const struct errno_map errno_map[] = {
 	{"EDQUOT", API_ERR_NO_SPACE},
 	{"E2BIG", API_ERR_BODY_TOO_LARGE},
 	{"EFBIG", API_ERR_BODY_TOO_LARGE},
+	/* the file exists but its kernel would not read or write it (a
+	 * device, /proc/self/mem, a running binary): the caller's request,
+	 * not a failure of the service */
+	{"EIO", API_ERR_FILE_IO_ERROR},
+	{"ETXTBSY", API_ERR_FILE_IO_ERROR},
+	{"EBUSY", API_ERR_FILE_IO_ERROR},
+	{"ENXIO", API_ERR_FILE_IO_ERROR},
+	{"ENODEV", API_ERR_FILE_IO_ERROR},
+	{"EOPNOTSUPP", API_ERR_FILE_IO_ERROR},
+	{"ESPIPE", API_ERR_FILE_IO_ERROR},
+	{"EOVERFLOW", API_ERR_FILE_IO_ERROR},
+	{"EAGAIN", API_ERR_FILE_IO_ERROR},
 };
 
 int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen)

@@ -1,5 +1,5 @@
 """What a careless or hostile user does inside a guest must not break the
-sandbox: pseudo files download whole, uploads do not replace device nodes,
+sandbox: pseudo files download whole (or fail with the file's own error), uploads do not replace device nodes,
 a fork bomb ends at its timeout with the guest still answering, long names
 can be written, a removed /workspace comes back, a kernel panic is reported
 at once, and a NUL in a kernel's output arrives as one.
@@ -39,6 +39,16 @@ def test_procfs_download_has_the_real_bytes(vm_daemon, sbx):
     want = exec_cmd(d, sbx["id"], "cat /sys/devices/system/cpu/online")["stdout"].encode()
     assert d.request("GET", f"{base}/fs?path=/sys/devices/system/cpu/online").body == want
     assert d.request("GET", f"{base}/fs?path=/proc/self/status").body.startswith(b"Name:")
+
+
+def test_unreadable_pseudo_file_is_the_callers_error(vm_daemon, sbx):
+    """/proc/self/mem exists, but reading it from offset 0 fails with EIO:
+    that is a 422 naming the errno, not a 500 from the service."""
+    d, base = vm_daemon, f"/v1/sandboxes/{sbx['id']}"
+    assert d.request("GET", f"{base}/fs?path=/proc/self/status").status == 200  # control
+    r = d.request("GET", f"{base}/fs?path=/proc/self/mem")
+    assert r.status == 422 and r.error_code() == "file_io_error", r
+    assert "EIO" in r.json()["error"]["message"], r
 
 
 def test_upload_onto_device_refused(vm_daemon, sbx):

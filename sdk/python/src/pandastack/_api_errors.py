@@ -38,6 +38,7 @@ API_ERROR_STATUS: Dict[str, int] = {
     "snapshot_in_use": 409,
     "snapshot_stale": 409,
     "body_too_large": 413,
+    "file_io_error": 422,
     "too_many_sandboxes": 429,
     "too_many_contexts": 429,
     "too_many_commands": 429,
