@@ -9,7 +9,13 @@ connections). Every request is recorded in ``api.requests``.
 
 Request bodies are read (Content-Length or chunked) into ``Request.body`` unless
 the route was registered with ``stream_body=True``; then the handler reads
-``req.rfile`` itself (for the 200 MiB streaming test).
+``req.rfile`` itself (for the 200 MiB streaming test).  A fixed Reply on such
+a route is an early answer (a 413 before the body): like the daemon, the
+server then stops sending and reads the body it ignores until the client
+closes (a lingering close, at most LINGER_S and LINGER_BYTES: a client that
+goes on sending its whole body is still cut off), since closing a socket with
+unread bytes sends a reset that can destroy the answer before the client
+reads it.
 """
 from __future__ import annotations
 
@@ -187,6 +193,8 @@ class FakeApi:
         reply = item(req) if callable(item) else item
         if reply is not None:
             self.send(h, reply)
+            if stream_body and not callable(item):
+                linger(h)
 
     @staticmethod
     def send(h: BaseHTTPRequestHandler, reply: Reply) -> None:
@@ -209,6 +217,29 @@ class FakeApi:
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             h.close_connection = True  # the client stopped reading: expected in some tests
+
+
+LINGER_S = 10.0
+LINGER_BYTES = 16 << 20
+
+
+def linger(h: BaseHTTPRequestHandler) -> None:
+    """After an early answer: end our side, then read and drop what the
+    client still sends until it closes (or LINGER_S pass, or LINGER_BYTES
+    came)."""
+    import socket
+    h.close_connection = True
+    try:
+        h.connection.shutdown(socket.SHUT_WR)
+        h.connection.settimeout(LINGER_S)
+        end, got = time.monotonic() + LINGER_S, 0
+        while time.monotonic() < end and got < LINGER_BYTES:
+            n = len(h.connection.recv(1 << 16))
+            if not n:
+                break
+            got += n
+    except OSError:
+        pass
 
 
 def sse(events, chunked: int = 0):
