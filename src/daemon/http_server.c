@@ -494,6 +494,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
+/* libmicrohttpd's messages about a client that went away (its wording in
+ * 0.9.7x): routine for a service whose clients may drop a stream or a
+ * download at any point, so they are logged at INFO, not WARN. */
+static const char *const peer_gone[] = {
+	"forcibly closed by remote peer",
+	"disconnected when reading request",
+	"closed by remote side",
+	"is closed when reading request",
+	"Failed to send",
+};
+
 /* libmicrohttpd's own messages, as log lines. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -503,7 +514,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	log_kv(LOG_WARN, "http.mhd", "msg=%s", log_quote(msg, q, sizeof(q)));
+	enum log_level lvl = LOG_WARN;
+	for (size_t i = 0; i < sizeof(peer_gone) / sizeof(peer_gone[0]); i++)
+		if (strstr(msg, peer_gone[i]))
+			lvl = LOG_INFO;
+	log_kv(lvl, "http.mhd", "msg=%s", log_quote(msg, q, sizeof(q)));
 }
 
 static void free_server(struct http_server *srv)
