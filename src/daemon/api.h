@@ -201,6 +201,12 @@ void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const 
  */
 int api_agent_error(struct http_req *r, json_t *result);
 
+/* api_agent_file_error - api_agent_error for the file routes: a guest errno
+ * that says the file cannot be read or written as asked (EIO, ETXTBSY,
+ * EBUSY, ENXIO, ENODEV, EOPNOTSUPP, ESPIPE, EOVERFLOW, EAGAIN) is 422
+ * file_io_error instead of 500 agent_error.  Returns as api_agent_error. */
+int api_agent_file_error(struct http_req *r, json_t *result);
+
 /* api_agent_error_map - the mapping of api_agent_error without answering:
  * returns 1 with *err (a row of the error table) and msg filled, or 0. */
 int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen);

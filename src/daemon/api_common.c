@@ -165,26 +165,29 @@ static const struct errno_map errno_map[] = {
 	{"EDQUOT", API_ERR_NO_SPACE},
 	{"E2BIG", API_ERR_BODY_TOO_LARGE},
 	{"EFBIG", API_ERR_BODY_TOO_LARGE},
-	/* the file exists but its kernel would not read or write it (a
-	 * device, /proc/self/mem, a running binary): the caller's request,
-	 * not a failure of the service */
-	{"EIO", API_ERR_FILE_IO_ERROR},
-	{"ETXTBSY", API_ERR_FILE_IO_ERROR},
-	{"EBUSY", API_ERR_FILE_IO_ERROR},
-	{"ENXIO", API_ERR_FILE_IO_ERROR},
-	{"ENODEV", API_ERR_FILE_IO_ERROR},
-	{"EOPNOTSUPP", API_ERR_FILE_IO_ERROR},
-	{"ESPIPE", API_ERR_FILE_IO_ERROR},
-	{"EOVERFLOW", API_ERR_FILE_IO_ERROR},
-	{"EAGAIN", API_ERR_FILE_IO_ERROR},
 };
 
-int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen)
+/* On the file routes only: the file exists but its kernel would not read
+ * or write it (a device, /proc/self/mem, a running binary), the caller's
+ * choice of file, not a failure of the service.  (From an exec, EAGAIN or
+ * EIO mean something else.) */
+static const char *const file_io_errnos[] = {
+	"EIO", "ETXTBSY", "EBUSY", "ENXIO", "ENODEV", "EOPNOTSUPP", "ESPIPE", "EOVERFLOW", "EAGAIN",
+};
+
+/* The {"code", "message"} object of an agent END or ERROR, or NULL. */
+static json_t *guest_error(json_t *result)
 {
 	json_t *e = json_object_get(result, "error");
 	if (!e && json_is_string(json_object_get(result, "code")))
 		e = result; /* an ERROR frame's object is the error itself */
-	if (!json_is_object(e))
+	return json_is_object(e) ? e : NULL;
+}
+
+int api_agent_error_map(json_t *result, enum api_err *err, char *msg, size_t msglen)
+{
+	json_t *e = guest_error(result);
+	if (!e)
 		return 0;
 	const char *gc = json_string_value(json_object_get(e, "code"));
 	const char *gm = json_string_value(json_object_get(e, "message"));
@@ -207,6 +210,20 @@ int api_agent_error(struct http_req *r, json_t *result)
 	char msg[400];
 	if (!api_agent_error_map(result, &err, msg, sizeof(msg)))
 		return 0;
+	http_reply_error(r, err, "%s", msg);
+	return 1;
+}
+
+int api_agent_file_error(struct http_req *r, json_t *result)
+{
+	enum api_err err;
+	char msg[400];
+	if (!api_agent_error_map(result, &err, msg, sizeof(msg)))
+		return 0;
+	const char *gc = json_string_value(json_object_get(guest_error(result), "code"));
+	for (size_t i = 0; gc && i < sizeof(file_io_errnos) / sizeof(file_io_errnos[0]); i++)
+		if (strcmp(gc, file_io_errnos[i]) == 0)
+			err = API_ERR_FILE_IO_ERROR;
 	http_reply_error(r, err, "%s", msg);
 	return 1;
 }

@@ -42,7 +42,7 @@ static json_t *fs_call(struct http_req *r, struct sbx *sb, json_t *req, const ch
 	json_decref(req);
 	/* A guest error comes as an END with "error" (e == 0) or an ERROR
 	 * frame (-EPROTO): both carry the errno name to map. */
-	if ((e == 0 || e == -EPROTO) && api_agent_error(r, res)) {
+	if ((e == 0 || e == -EPROTO) && api_agent_file_error(r, res)) {
 		json_decref(res);
 		return NULL;
 	}

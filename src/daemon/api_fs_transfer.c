@@ -155,7 +155,7 @@ void api_fs_upload_end(struct http_req *r)
 	}
 	if (e) {
 		api_reply_agent_failure(r, u->sb, e, "upload");
-	} else if (!api_agent_error(r, end)) {
+	} else if (!api_agent_file_error(r, end)) {
 		json_t *size = json_object_get(end, "size");
 		json_int_t n = json_is_integer(size) ? json_integer_value(size) : -1;
 		log_kv(LOG_INFO, "fs.upload", "id=%s bytes=%llu ms=%lld", sbx_id(u->sb),
@@ -254,7 +254,7 @@ static int first_answer(struct http_req *r, struct download *dl)
 			return 0;
 		}
 		if (m.kind == GUEST_MSG_END || m.kind == GUEST_MSG_ERROR) {
-			int answered = api_agent_error(r, m.json);
+			int answered = api_agent_file_error(r, m.json);
 			if (!answered) /* an empty file, no stat event */
 				dl->done = 1;
 			guest_msg_clear(&m);

@@ -12,7 +12,7 @@
  * 101, and hands out the body.  Trailer fields of a chunked body are checked
  * the same way and count against the head's cap, but are dropped: the final
  * head's headers never change once head_done.
- * tests/fuzz/fuzz_port_resp.c feeds it.
+ * tests/fuzz/fuzz_api_ports.c feeds it.
  *
  * Use: port_resp_init, then port_resp_feed with each piece read from the
  * guest (a zero-length feed is the end of the connection) until head_done;
