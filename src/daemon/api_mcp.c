@@ -273,7 +273,7 @@ void api_mcp_post(struct http_req *r)
 		goto out;
 	}
 	if (init) {
-		e = api_mcp_sessions_create(tab, r->who.key_id, PANDASTACK_VERSION, new_id, &s);
+		e = api_mcp_sessions_create(tab, r->who.team, r->who.key_id, PANDASTACK_VERSION, new_id, &s);
 		if (e == -EBUSY) {
 			refuse(r, 503, MCP_RPC_INTERNAL_ERROR,
 			       "Service Unavailable: too many MCP sessions in use");

@@ -18,6 +18,7 @@
 struct slot {
 	char id[API_MCP_SESSION_ID_LEN + 1]; /* "" when free */
 	char key_id[STORE_ID_MAX];
+	char team[STORE_NAME_MAX];
 	struct mcp_session *s;
 	int refs;          /* requests using s */
 	int ended;         /* removed from the table; free s when refs is 0 */
@@ -74,7 +75,7 @@ static void expire(struct api_mcp_sessions *t, int64_t now)
 	}
 }
 
-int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *key_id,
+int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *team, const char *key_id,
 			    const char *server_version, char id[API_MCP_SESSION_ID_LEN + 1],
 			    struct mcp_session **s)
 {
@@ -90,23 +91,30 @@ int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *key_id,
 	pthread_mutex_lock(&t->mu);
 	int64_t now = util_now_ms();
 	expire(t, now);
-	struct slot *sl = NULL;
+	/* the team's own sessions: how many, and the one idle longest that
+	 * nobody uses */
+	size_t mine = 0;
+	struct slot *sl = NULL, *oldest = NULL;
+	for (size_t i = 0; i < API_MCP_SESSIONS_MAX; i++) {
+		struct slot *c = &t->slots[i];
+		if (!c->id[0] || strcmp(c->team, team) != 0)
+			continue;
+		mine++;
+		if (c->refs == 0 && (!oldest || c->used_ms < oldest->used_ms))
+			oldest = c;
+	}
+	if (mine >= API_MCP_SESSIONS_PER_TEAM) {
+		if (!oldest) {
+			pthread_mutex_unlock(&t->mu);
+			mcp_session_free(ns);
+			return -EBUSY;
+		}
+		end_slot(oldest); /* nobody uses it: freed at once */
+		sl = oldest;
+	}
 	for (size_t i = 0; i < API_MCP_SESSIONS_MAX && !sl; i++)
 		if (!t->slots[i].s)
 			sl = &t->slots[i];
-	for (size_t i = 0; i < API_MCP_SESSIONS_MAX && !sl; i++) {
-		/* full: the session idle longest that nobody uses */
-		struct slot *c = &t->slots[i];
-		if (c->id[0] && c->refs == 0) {
-			struct slot *old = c;
-			for (size_t j = i + 1; j < API_MCP_SESSIONS_MAX; j++)
-				if (t->slots[j].id[0] && t->slots[j].refs == 0 &&
-				    t->slots[j].used_ms < old->used_ms)
-					old = &t->slots[j];
-			end_slot(old);
-			sl = old;
-		}
-	}
 	if (!sl) {
 		pthread_mutex_unlock(&t->mu);
 		mcp_session_free(ns);
@@ -114,6 +122,7 @@ int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *key_id,
 	}
 	snprintf(sl->id, sizeof(sl->id), "%s", id);
 	snprintf(sl->key_id, sizeof(sl->key_id), "%s", key_id);
+	snprintf(sl->team, sizeof(sl->team), "%s", team);
 	sl->s = ns;
 	sl->refs = 1;
 	sl->ended = 0;

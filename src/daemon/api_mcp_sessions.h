@@ -7,9 +7,11 @@
  * key gets "no such session", as for an id that never existed.
  *
  * Ids are "mcp_" + 32 hex digits (16 bytes from getrandom): visible ASCII,
- * unguessable.  At most API_MCP_SESSIONS_MAX sessions exist at once; a
- * new one past that replaces the one idle longest (not one in use).  A
- * session idle for API_MCP_SESSION_IDLE_MS ends.  Sessions live in memory:
+ * unguessable.  A team holds at most API_MCP_SESSIONS_PER_TEAM sessions: a
+ * new one past that replaces that team's session idle longest (not one in
+ * use), never another team's.  At most API_MCP_SESSIONS_MAX sessions exist
+ * at once; past that, creates fail (-EBUSY) until one ends.  A session
+ * idle for API_MCP_SESSION_IDLE_MS ends.  Sessions live in memory:
  * a daemon restart ends them all (clients then start a new one, as the
  * transport asks them to on 404).
  *
@@ -25,6 +27,7 @@
 #include "mcp/mcp_server.h"
 
 #define API_MCP_SESSIONS_MAX 1024
+#define API_MCP_SESSIONS_PER_TEAM 64
 #define API_MCP_SESSION_IDLE_MS (3600 * 1000)
 #define API_MCP_SESSION_ID_LEN (4 + 32) /* bytes without the NUL */
 
@@ -38,12 +41,13 @@ int api_mcp_sessions_new(struct api_mcp_sessions **out);
 void api_mcp_sessions_free(struct api_mcp_sessions *t);
 
 /*
- * api_mcp_sessions_create - a new session owned by key_id, reporting
- * server_version; its id goes to id (API_MCP_SESSION_ID_LEN + 1 bytes).
- * Returns 0 with *s taken (api_mcp_sessions_put), -EBUSY when the table is
- * full of sessions in use, -ENOMEM, or getrandom's -errno.
+ * api_mcp_sessions_create - a new session owned by key_id of team,
+ * reporting server_version; its id goes to id (API_MCP_SESSION_ID_LEN + 1
+ * bytes).  Returns 0 with *s taken (api_mcp_sessions_put), -EBUSY when the
+ * table is full or the team's sessions are all in use, -ENOMEM, or
+ * getrandom's -errno.
  */
-int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *key_id,
+int api_mcp_sessions_create(struct api_mcp_sessions *t, const char *team, const char *key_id,
 			    const char *server_version, char id[API_MCP_SESSION_ID_LEN + 1],
 			    struct mcp_session **s);
 
