@@ -17,6 +17,7 @@ static const struct net_cidr fixed[] = {
 	{IP4(100, 64, 0, 0), MASK(10), 10},  {IP4(127, 0, 0, 0), MASK(8), 8},
 	{IP4(169, 254, 0, 0), MASK(16), 16}, {IP4(172, 16, 0, 0), MASK(12), 12},
 	{IP4(192, 168, 0, 0), MASK(16), 16}, {IP4(224, 0, 0, 0), MASK(4), 4},
+	{IP4(192, 0, 0, 0), MASK(24), 24},   {IP4(198, 18, 0, 0), MASK(15), 15},
 	{IP4(240, 0, 0, 0), MASK(4), 4}, /* holds 255.255.255.255 */
 };
 #define N_FIXED (sizeof(fixed) / sizeof(fixed[0]))

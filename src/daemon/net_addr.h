@@ -7,8 +7,10 @@
  * The always-denied ranges: 0.0.0.0/8 (this network), 10.0.0.0/8,
  * 100.64.0.0/10 (CGNAT), 127.0.0.0/8 (loopback), 169.254.0.0/16
  * (link-local: cloud metadata), 172.16.0.0/12, 192.168.0.0/16 (RFC 1918),
- * 224.0.0.0/4 (multicast), 240.0.0.0/4 (reserved, with 255.255.255.255).
- * The host's own addresses are added at run time (net_denied.h).
+ * 192.0.0.0/24 (IETF protocol assignments), 198.18.0.0/15 (benchmarking,
+ * used inside some data centres), 224.0.0.0/4 (multicast), 240.0.0.0/4
+ * (reserved, with 255.255.255.255).  The host's own networks are added at
+ * run time (net_denied.h).
  *
  * Pure functions; any thread.
  */

@@ -17,7 +17,7 @@
 struct net_denied {
 	struct net_cidr extra[NET_DENIED_EXTRA_MAX];
 	size_t n_extra;
-	uint32_t host[NET_DENIED_HOST_MAX];
+	struct net_cidr host[NET_DENIED_HOST_MAX]; /* the host's networks */
 	size_t n_host;
 	int64_t host_read_ms;  /* when host[] was read; -1: never */
 	int host_fixed;        /* set by a test: never re-read */
@@ -56,7 +56,23 @@ int net_denied_parse_list(const char *s, struct net_cidr *out, size_t cap, char 
 	return (int)n;
 }
 
-/* Read the host's IPv4 addresses (every interface, up or not). */
+int net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out)
+{
+	unsigned prefix = 0;
+	while (prefix < 32 && (netmask & (UINT32_C(1) << (31 - prefix))))
+		prefix++;
+	/* a mask that is not a prefix, or a network wider than a /8: only the
+	 * address itself */
+	if (prefix < NET_DENIED_HOST_PREFIX_MIN ||
+	    netmask != (prefix ? UINT32_MAX << (32 - prefix) : 0))
+		prefix = 32;
+	out->prefix = prefix;
+	out->mask = prefix ? UINT32_MAX << (32 - prefix) : 0;
+	out->addr = addr & out->mask;
+	return 0;
+}
+
+/* Read the host's IPv4 networks (every interface, up or not). */
 static void read_host(struct net_denied *d, int64_t now_ms)
 {
 	d->host_read_ms = now_ms;
@@ -66,9 +82,15 @@ static void read_host(struct net_denied *d, int64_t now_ms)
 		return; /* keep the last list */
 	}
 	size_t n = 0;
-	for (struct ifaddrs *i = ifa; i && n < NET_DENIED_HOST_MAX; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
-			d->host[n++] = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+	for (struct ifaddrs *i = ifa; i && n < NET_DENIED_HOST_MAX; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		uint32_t a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		uint32_t m = i->ifa_netmask && i->ifa_netmask->sa_family == AF_INET
+				     ? ntohl(((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr)
+				     : UINT32_MAX;
+		net_denied_host_net(a, m, &d->host[n++]);
+	}
 	d->n_host = n;
 	freeifaddrs(ifa);
 }
@@ -95,11 +117,11 @@ void net_denied_free(struct net_denied *d)
 	free(d);
 }
 
-void net_denied_set_host(struct net_denied *d, const uint32_t *addrs, size_t n)
+void net_denied_set_host(struct net_denied *d, const struct net_cidr *nets, size_t n)
 {
 	if (n > NET_DENIED_HOST_MAX)
 		n = NET_DENIED_HOST_MAX;
-	memcpy(d->host, addrs, n * sizeof(*addrs));
+	memcpy(d->host, nets, n * sizeof(*nets));
 	d->n_host = n;
 	d->host_fixed = 1;
 }
@@ -115,7 +137,7 @@ int net_denied_has(struct net_denied *d, uint32_t ip, int64_t now_ms)
 	    (d->host_read_ms < 0 || now_ms - d->host_read_ms >= NET_DENIED_REFRESH_MS))
 		read_host(d, now_ms);
 	for (size_t i = 0; i < d->n_host; i++)
-		if (d->host[i] == ip)
+		if (net_addr_in_cidr(ip, &d->host[i]))
 			return 1;
 	return 0;
 }

@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct net_denied *denied;
 	if (!denied) {
 		check(net_denied_new("198.51.100.0/24", &denied) == 0);
-		uint32_t host = 0xcb007101; /* 203.0.113.1 */
+		struct net_cidr host;
+		net_denied_host_net(0xcb007101, UINT32_MAX, &host); /* 203.0.113.1 */
 		net_denied_set_host(denied, &host, 1);
 	}
 	struct net_policy *p = NULL;

@@ -13,6 +13,7 @@ decoys are ours, never real ones.
            default via 198.51.100.2                 203.0.113.20   other web: HTTP :80, TLS :443
                                                      10.99.0.10     decoy (private range) :80
                                                      169.254.169.254 decoy (metadata) :80
+                                                     198.51.100.2   decoy (the host's network) :80
                                                 veth 198.51.100.2/24
 
 Every server writes one JSON line per accepted connection ("event":
@@ -218,6 +219,7 @@ class FakeInternet:
                 {"label": "other", "addr": OTHER_IP, "port": 443, "tls": True},
                 {"label": "decoy-private", "addr": PRIVATE_IP, "port": 80},
                 {"label": "decoy-metadata", "addr": META_IP, "port": 80},
+                {"label": "decoy-neighbour", "addr": GW_IP, "port": 80},
             ],
             "root": str(self.web_root),
             "cert": str(self.dir / "cert.pem"),

@@ -22,7 +22,7 @@ import pytest
 
 import fakenet
 from conftest import CACHE, Daemon, ROOT, create_sandbox, reap_vms, wait_for
-from fakenet import (DNS_IP, HOST_IP, LOOP_PORT, META_IP, OTHER_IP, PRIVATE_IP, WEB_IP,
+from fakenet import (DNS_IP, GW_IP, HOST_IP, LOOP_PORT, META_IP, OTHER_IP, PRIVATE_IP, WEB_IP,
                      FakeInternet)
 
 NETCLIENT = ROOT / "tests" / "integration" / "netclient.py"
@@ -225,6 +225,7 @@ def test_always_denied_targets_stay_unreachable(nd, net, box):
         "decoy-metadata": (META_IP, 80),
         "decoy-loopback": ("127.0.0.1", LOOP_PORT),
         "decoy-host": (HOST_IP, LOOP_PORT),
+        "decoy-neighbour": (GW_IP, 80),  # on the host's own network, 198.51.100.0/24
     }
     # positive controls: the daemon's namespace reaches every one, and its API
     for label, addr in decoys.items():
@@ -237,6 +238,7 @@ def test_always_denied_targets_stay_unreachable(nd, net, box):
     attempts = [
         (PRIVATE_IP, 80), (META_IP, 80), (HOST_IP, LOOP_PORT), ("10.0.2.2", LOOP_PORT),
         ("10.0.2.2", nd.api_port), (HOST_IP, nd.api_port), ("10.0.2.3", LOOP_PORT),
+        (GW_IP, 80),
     ]
     r = g.many(*[["tcp", ip, port, "--host", "decoy.test"] for ip, port in attempts])
     for a, x in zip(attempts, r):

@@ -83,7 +83,8 @@ static void addresses(void **state)
 		{"172.16.0.1", 1},     {"172.31.255.255", 1}, {"172.32.0.0", 0},  {"192.168.1.1", 1},
 		{"192.169.0.1", 0},    {"224.0.0.1", 1},     {"239.1.1.1", 1},    {"240.0.0.1", 1},
 		{"255.255.255.255", 1}, {"8.8.8.8", 0},      {"203.0.113.7", 0},  {"9.255.255.255", 0},
-		{"11.0.0.0", 0},
+		{"11.0.0.0", 0},       {"192.0.0.9", 1},     {"192.0.1.1", 0},    {"198.18.0.1", 1},
+		{"198.19.255.255", 1}, {"198.20.0.0", 0},    {"198.17.255.255", 0},
 	};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (net_addr_always_denied(ip(fixed[i].a)) != fixed[i].denied)
@@ -101,8 +102,10 @@ static void denied_set(void **state)
 	(void)state;
 	struct net_denied *d;
 	assert_int_equal(net_denied_new("198.51.100.0/24, 192.0.2.1", &d), 0);
-	uint32_t host[] = {ip("203.0.113.1")};
-	net_denied_set_host(d, host, 1);
+	struct net_cidr host[2];
+	net_denied_host_net(ip("203.0.113.1"), UINT32_MAX, &host[0]);      /* a /32 */
+	net_denied_host_net(ip("198.19.254.10"), 0xfffffff0u, &host[1]);  /* a /28 */
+	net_denied_set_host(d, host, 2);
 	assert_true(net_denied_has(d, ip("198.51.100.77"), 0));
 	assert_true(net_denied_has(d, ip("192.0.2.1"), 0));
 	assert_false(net_denied_has(d, ip("192.0.2.2"), 0));
@@ -110,6 +113,24 @@ static void denied_set(void **state)
 	assert_false(net_denied_has(d, ip("203.0.113.2"), 0));
 	assert_true(net_denied_has(d, ip("127.0.0.1"), 0));
 	net_denied_free(d);
+	/* the host's networks: its gateway and neighbours too */
+	assert_int_equal(net_denied_new("", &d), 0);
+	net_denied_host_net(ip("93.184.216.34"), 0xffffff00u, &host[0]);
+	net_denied_set_host(d, host, 1);
+	assert_true(net_denied_has(d, ip("93.184.216.1"), 0));
+	assert_true(net_denied_has(d, ip("93.184.216.255"), 0));
+	assert_false(net_denied_has(d, ip("93.184.217.1"), 0));
+	net_denied_free(d);
+	/* a mask wider than a /8, or not a prefix: the address alone */
+	struct net_cidr c;
+	net_denied_host_net(ip("93.184.216.34"), 0, &c);
+	assert_int_equal(c.prefix, 32);
+	assert_int_equal(c.addr, ip("93.184.216.34"));
+	net_denied_host_net(ip("93.184.216.34"), 0xff00ff00u, &c);
+	assert_int_equal(c.prefix, 32);
+	net_denied_host_net(ip("10.1.2.3"), 0xff000000u, &c);
+	assert_int_equal(c.prefix, 8);
+	assert_int_equal(c.addr, ip("10.0.0.0"));
 
 	/* the real host's own addresses: loopback at least */
 	assert_int_equal(net_denied_new(NULL, &d), 0);
@@ -332,7 +353,8 @@ static void decisions(void **state)
 	};
 	struct net_denied *d;
 	assert_int_equal(net_denied_new("198.51.100.0/24", &d), 0);
-	uint32_t host[] = {ip("203.0.113.1")};
+	struct net_cidr host[1];
+	net_denied_host_net(ip("203.0.113.1"), UINT32_MAX, &host[0]);
 	net_denied_set_host(d, host, 1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct net_policy *p = policy(cases[i].policy);
