@@ -88,6 +88,9 @@ static const struct opt opts[] = {
 	 3650u * 86400u, "seconds a paused sandbox is kept before it is stopped (604800)"},
 	{"--max-snapshots-per-team", "PANDASTACK_MAX_SNAPSHOTS_PER_TEAM", OPT_U64,
 	 F(max_snapshots_per_team), 1, 100000, "snapshots a team may keep (100)"},
+	{"--max-snapshot-disk-per-team", "PANDASTACK_MAX_SNAPSHOT_DISK_PER_TEAM", OPT_U64,
+	 F(max_snapshot_disk_mib), 1, 1ull << 30,
+	 "MiB of host disk a team's snapshots may hold before it takes another (20480)"},
 	{"--snapshot-max-depth", "PANDASTACK_SNAPSHOT_MAX_DEPTH", OPT_U64, F(snapshot_max_depth), 1,
 	 16, "snapshots of snapshots stacked before one is flattened in the background (4)"},
 	{"--snapshot-merge-after", "PANDASTACK_SNAPSHOT_MERGE_AFTER", OPT_U64,
@@ -342,6 +345,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->ttl_grace_s = 10;
 	cfg->paused_retention_s = 7 * 86400;
 	cfg->max_snapshots_per_team = 100;
+	cfg->max_snapshot_disk_mib = 20480;
 	cfg->snapshot_max_depth = 4;
 	cfg->snapshot_merge_after = 3;
 	cfg->snapshot_merge_max = 4;

@@ -30,6 +30,7 @@
  *   --ttl-grace S                PANDASTACK_TTL_GRACE             10 (monitor's backstop)
  *   --paused-retention S         PANDASTACK_PAUSED_RETENTION      604800 (then stopped)
  *   --max-snapshots-per-team N   PANDASTACK_MAX_SNAPSHOTS_PER_TEAM 100
+ *   --max-snapshot-disk-per-team MIB PANDASTACK_MAX_SNAPSHOT_DISK_PER_TEAM 20480
  *   --snapshot-max-depth N       PANDASTACK_SNAPSHOT_MAX_DEPTH    4 (deeper: flattened)
  *   --snapshot-merge-after N     PANDASTACK_SNAPSHOT_MERGE_AFTER  3 (creates; 0: never)
  *   --snapshot-merge-max N       PANDASTACK_SNAPSHOT_MERGE_MAX    4 (merged RAM images)
@@ -115,6 +116,7 @@ struct daemon_cfg {
 	uint32_t ttl_grace_s;          /* the monitor ends a sandbox this long past its TTL */
 	int64_t paused_retention_s;    /* a paused sandbox is stopped after this long */
 	uint32_t max_snapshots_per_team;
+	uint64_t max_snapshot_disk_mib;  /* host disk a team's snapshots may hold */
 	uint32_t snapshot_max_depth;   /* a snapshot this deep is flattened */
 	uint32_t snapshot_merge_after; /* creates before a snapshot's RAM is merged; 0 never */
 	uint32_t snapshot_merge_max;   /* merged RAM images at once */

@@ -104,6 +104,15 @@ static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct s
 			return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
 					    "team '%s' keeps %lld snapshots, the limit is %u", sb->team,
 					    (long long)n, d->cfg.max_snapshots_per_team);
+		int64_t bytes = 0;
+		if (store_snapshot_bytes(d->store, sb->team, &bytes) < 0)
+			return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
+		if ((uint64_t)bytes >= d->cfg.max_snapshot_disk_mib << 20)
+			return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
+					    "team '%s' keeps %lld MiB of snapshots, the limit is %llu MiB "
+					    "(--max-snapshot-disk-per-team): delete some first",
+					    sb->team, (long long)(bytes >> 20),
+					    (unsigned long long)d->cfg.max_snapshot_disk_mib);
 	}
 	struct tpl *t = NULL;
 	struct snap *bs = NULL;

@@ -215,6 +215,10 @@ int store_snapshot_delete(struct store *s, const char *id);
 /* store_snapshot_count - ready user snapshots of team into *n. */
 int store_snapshot_count(struct store *s, const char *team, int64_t *n);
 
+/* store_snapshot_bytes - the size_bytes of team's ready (and pending,
+ * 0 until ready) user snapshots, summed into *bytes. */
+int store_snapshot_bytes(struct store *s, const char *team, int64_t *bytes);
+
 /*
  * store_snapshot_paused_need - 1 in *needed when a paused sandbox's
  * snapshot is id or sits on it (its chain of parents reaches id), else 0.

@@ -214,6 +214,29 @@ def test_snapshot_create_from_it_and_refusals(snap_daemon):
         d.request("DELETE", f"/v1/sandboxes/{s}")
 
 
+def test_snapshot_disk_per_team_is_capped(daemon_factory, template):
+    """--max-snapshot-disk-per-team 1 (MiB): the first snapshot is taken
+    (the team held nothing), the next is refused while it is kept, and is
+    taken again once it is deleted (the control: the refusal is the cap)."""
+    d = daemon_factory("snapquota", ["--pool-size", "0", "--max-snapshot-disk-per-team", "1"])
+    sid = create_sandbox(d, template, ttl_seconds=600)["id"]
+    try:
+        r = exec_cmd(d, sid, "head -c 3000000 /dev/urandom > /workspace/noise && sync")
+        assert r["exit_code"] == 0, r
+        r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
+        assert r.status == 201 and r.json()["size_bytes"] >= 1 << 20, r
+        first = r.json()["id"]
+        r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
+        assert r.status == 429 and r.error_code() == "too_many_snapshots", r
+        assert "--max-snapshot-disk-per-team" in r.json()["error"]["message"], r
+        assert d.request("DELETE", f"/v1/snapshots/{first}").status == 204
+        r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
+        assert r.status == 201, r
+        assert d.request("DELETE", f"/v1/snapshots/{r.json()['id']}").status == 204
+    finally:
+        d.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
 def test_pause_survives_a_killed_daemon(daemon_factory, template):
     if template != CI:
         pytest.skip("needs the code-interpreter template")
