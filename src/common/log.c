@@ -2,6 +2,7 @@
  * log.c - key=value event lines on stderr (see log.h).
  */
 #include "log.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,8 +65,28 @@ const char *log_quote(const char *s, char *out, size_t outlen)
 {
 	size_t o = 0;
 	out[o++] = '"';
-	for (; s && *s && o + 4 < outlen; s++) {
+	size_t left = s ? strlen(s) : 0;
+	while (left && o + 4 < outlen) {
 		unsigned char c = (unsigned char)*s;
+		if (c >= 0x80) {
+			/* a well-formed sequence is copied whole (if it fits), and
+			 * anything else is one '?', so a log line is always UTF-8 */
+			int l = utf8_seq_len(s, left);
+			if (l > 0 && o + (size_t)l + 2 < outlen) {
+				memcpy(out + o, s, (size_t)l);
+				o += (size_t)l;
+				s += l;
+				left -= (size_t)l;
+				continue;
+			}
+			if (l > 0)
+				break; /* no room for it */
+			size_t bad = l < 0 ? (size_t)-l : left; /* 0: cut at the end */
+			out[o++] = '?';
+			s += bad;
+			left -= bad;
+			continue;
+		}
 		if (c == '"' || c == '\\') {
 			out[o++] = '\\';
 			out[o++] = (char)c;
@@ -74,6 +95,8 @@ const char *log_quote(const char *s, char *out, size_t outlen)
 		} else {
 			out[o++] = (char)c;
 		}
+		s++;
+		left--;
 	}
 	out[o++] = '"';
 	out[o] = '\0';

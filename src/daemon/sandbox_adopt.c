@@ -105,6 +105,7 @@ static void adopt_row(struct sandboxes *reg, const struct sandbox_row *row)
 		sb->public_ports = row->public_ports;
 		attach_net(d, row, vm);
 		sbx__set_origin(sb, row->snapshot, row->on_timeout);
+		vm_set_log_label(vm, row->id);
 		sb->vm = vm;
 		sb->state = SBX_RUNNING;
 		pthread_mutex_lock(&reg->lock);

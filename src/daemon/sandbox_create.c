@@ -232,6 +232,7 @@ int sbx__create(struct sandboxes *reg, const char *team, const struct create_spe
 		sbx__set_err(err, API_ERR_INTERNAL, "could not record the sandbox");
 		goto undo;
 	}
+	vm_set_log_label(vm, id);
 	pthread_mutex_lock(&sb->lock);
 	sb->vm = vm;
 	sb->state = SBX_RUNNING;

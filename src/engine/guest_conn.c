@@ -225,6 +225,13 @@ json_t *guest_conn_info(struct guest_conn *c)
 	return c->info;
 }
 
+void guest_conn_set_label(struct guest_conn *c, const char *label)
+{
+	pthread_mutex_lock(&c->lock);
+	snprintf(c->label, sizeof(c->label), "%s", label);
+	pthread_mutex_unlock(&c->lock);
+}
+
 void guest_conn_stats(const struct guest_conn *c, struct guest_conn_stats *out)
 {
 	*out = c->stats; /* written before the reader thread started, never after */

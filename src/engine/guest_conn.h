@@ -49,6 +49,14 @@ void guest_conn_close(struct guest_conn *c);
  * protocol error. */
 int guest_conn_alive(struct guest_conn *c);
 
+/* Longest label of a connection, with its NUL. */
+#define GUEST_CONN_LABEL_MAX 64
+
+/* guest_conn_set_label - name c in its log lines (the sandbox's id; "-"
+ * until set): label is copied, cut at GUEST_CONN_LABEL_MAX - 1 bytes.
+ * Any thread. */
+void guest_conn_set_label(struct guest_conn *c, const char *label);
+
 /* What the restore message carries besides the clock and the entropy
  * (docs/agent-protocol.md, "restore").  A zeroed struct: nothing. */
 struct guest_restore_opts {

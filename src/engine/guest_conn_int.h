@@ -73,6 +73,7 @@ struct guest_conn {
 	int64_t errlog_since;   /* monotonic ms: start of the ERROR-logging minute */
 	unsigned errlog_n;      /* ERROR frames logged in that minute */
 	unsigned errlog_dropped; /* ... and not logged */
+	char label[GUEST_CONN_LABEL_MAX]; /* for log lines; under lock */
 	json_t *info;
 	uint64_t nonce;
 	struct guest_conn_stats stats; /* set before the reader starts */

@@ -228,7 +228,8 @@ static void log_agent_error(struct guest_conn *c, const struct proto_frame *f)
 	int64_t now = util_now_ms();
 	if (now - c->errlog_since >= 60000) {
 		if (c->errlog_dropped)
-			log_kv(LOG_WARN, "guest_conn.agent_errors_dropped", "count=%u minute_ms=%lld",
+			log_kv(LOG_WARN, "guest_conn.agent_errors_dropped",
+			       "sandbox=%s count=%u minute_ms=%lld", c->label[0] ? c->label : "-",
 			       c->errlog_dropped, (long long)(now - c->errlog_since));
 		c->errlog_since = now;
 		c->errlog_n = 0;
@@ -243,7 +244,8 @@ static void log_agent_error(struct guest_conn *c, const struct proto_frame *f)
 	size_t n = f->len < sizeof(txt) - 1 ? f->len : sizeof(txt) - 1;
 	memcpy(txt, f->payload, n);
 	txt[n] = '\0';
-	log_kv(LOG_WARN, "guest_conn.agent_error", "msg=%s", log_quote(txt, q, sizeof(q)));
+	log_kv(LOG_WARN, "guest_conn.agent_error", "sandbox=%s msg=%s", c->label[0] ? c->label : "-",
+	       log_quote(txt, q, sizeof(q)));
 }
 
 static void handle_frame(struct guest_conn *c, const struct proto_frame *f,

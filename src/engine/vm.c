@@ -249,7 +249,16 @@ int vm_agent_reconnect(struct vm *v, int timeout_ms)
 	v->agent = NULL;
 	if (!vm_alive(v))
 		return -ESRCH;
-	return guest_conn_open(sock, timeout_ms, &v->agent);
+	if ((r = guest_conn_open(sock, timeout_ms, &v->agent)) == 0 && v->log_label[0])
+		guest_conn_set_label(v->agent, v->log_label);
+	return r;
+}
+
+void vm_set_log_label(struct vm *v, const char *label)
+{
+	snprintf(v->log_label, sizeof(v->log_label), "%s", label);
+	if (v->agent)
+		guest_conn_set_label(v->agent, v->log_label);
 }
 
 /* Run a QMP command without arguments or result; -ESRCH if QEMU is gone. */

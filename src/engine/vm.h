@@ -121,6 +121,11 @@ struct guest_conn *vm_agent(struct vm *v);
 /* vm_agent_reconnect - replace a lost agent connection.  0 or -errno. */
 int vm_agent_reconnect(struct vm *v, int timeout_ms);
 
+/* vm_set_log_label - name v's agent connection in log lines (the
+ * sandbox's id), now and after any reconnect (guest_conn_set_label).
+ * Threads: as vm_agent_reconnect. */
+void vm_set_log_label(struct vm *v, const char *label);
+
 /* vm_pause / vm_resume - QMP stop / cont.  0, -EIO (QMP error), -ESRCH. */
 int vm_pause(struct vm *v);
 int vm_resume(struct vm *v);

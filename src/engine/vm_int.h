@@ -44,6 +44,7 @@ struct vm_phases {
 
 struct vm {
 	char run_dir[PATH_MAX];      /* where it lives now */
+	char log_label[GUEST_CONN_LABEL_MAX]; /* vm_set_log_label; "" until set */
 	char spawn_dir[PATH_MAX];    /* where QEMU was started (a pool entry is renamed) */
 	char template_name[MANIFEST_NAME_MAX];
 	char template_bake[65];      /* template_bake_id of its template; "" if unknown */
