@@ -221,7 +221,8 @@ void api_commands_kill(struct http_req *r)
 	json_t *res = NULL;
 	int e = req ? sbx_call(sb, req, KILL_WAIT_MS, &res) : -ENOMEM;
 	json_decref(req);
-	if (!e)
+	/* an END with "error" (no such command, ...) is an answer, not a kill */
+	if (!e && !json_object_get(res, "error"))
 		log_kv(LOG_INFO, "command.killed", "sandbox=%s id=%s signal=%s", sbx_id(sb),
 		       r->params[1], b.signal);
 	api_command_reply(r, sb, e, res, 200, "command kill");
