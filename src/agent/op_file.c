@@ -12,6 +12,11 @@
  * file_write refuses a target that exists and is not a regular file (after
  * following symlinks, as the folder check does): renaming over /dev/null, a
  * FIFO or a socket would replace the node every later command relies on.
+ * A target whose last component is "." or ".." names a directory: refused
+ * before any parent is made.  An existing file of procfs or sysfs
+ * (/proc/sys/kernel/hostname) cannot have a temporary file beside it: it is
+ * written in place (truncated, then written; its mode is not changed), as a
+ * shell's `>` would.
  *
  * file_read streams a regular file (other types are refused: a FIFO or a
  * device could block the loop or never end).  Disk reads and writes are
@@ -48,7 +53,7 @@
 struct fw_op {
 	int fd;
 	char *path;      /* owned */
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX]; /* "" when writing in place (procfs, sysfs) */
 	unsigned mode;
 	uint64_t size;
 };
@@ -58,7 +63,8 @@ static void fw_discard(struct fw_op *w)
 	if (w->fd >= 0) {
 		close(w->fd);
 		w->fd = -1;
-		unlink(w->tmp);
+		if (w->tmp[0])
+			unlink(w->tmp);
 	}
 }
 
@@ -81,15 +87,16 @@ static int fw_input_eof(struct astream *s)
 	if (w->fd < 0)
 		return -EBADF;
 	int r = 0;
-	if (fchmod(w->fd, w->mode) < 0)
+	if (w->tmp[0] && fchmod(w->fd, w->mode) < 0)
 		r = -errno;
 	if (close(w->fd) < 0 && !r)
 		r = -errno;
 	w->fd = -1;
-	if (!r && rename(w->tmp, w->path) < 0)
+	if (!r && w->tmp[0] && rename(w->tmp, w->path) < 0)
 		r = -errno;
 	if (r < 0) {
-		unlink(w->tmp);
+		if (w->tmp[0])
+			unlink(w->tmp);
 		astream_end_err(s, r, "writing %s: %s", w->path, strerror(-r));
 		return 0;
 	}
@@ -122,6 +129,15 @@ static const struct op_ops file_write_ops = {
 	.destroy = fw_destroy,
 };
 
+/* 1 if path is an existing file of procfs or sysfs: written in place. */
+static int in_place(const char *path)
+{
+	struct stat st;
+	struct statfs sf;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && statfs(path, &sf) == 0 &&
+	       (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC);
+}
+
 int op_file_write_start(struct astream *s, struct agent_req *req)
 {
 	const char *path = req->path;
@@ -131,6 +147,10 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 		return 0;
 	}
 	const char *slash = strrchr(path, '/');
+	if (!strcmp(slash + 1, ".") || !strcmp(slash + 1, "..")) {
+		astream_end_err(s, EISDIR, "%s: names a directory", path);
+		return 0;
+	}
 	char dir[PATH_MAX];
 	size_t dl = slash == path ? 1 : (size_t)(slash - path);
 	memcpy(dir, path, dl);
@@ -157,19 +177,23 @@ int op_file_write_start(struct astream *s, struct agent_req *req)
 		return -ENOMEM;
 	w->fd = -1;
 	w->mode = req->mode;
-	/* A name near NAME_MAX leaves no room for the decoration: then the
-	 * temporary file goes without the target's name. */
-	unsigned long long seq = (unsigned long long)++s->env->seq;
-	int n = strlen(slash + 1) + 40 <= NAME_MAX
-			? snprintf(w->tmp, sizeof(w->tmp), "%s/.%s.pandastack-%llu",
-				   dl == 1 ? "" : dir, slash + 1, seq)
-			: snprintf(w->tmp, sizeof(w->tmp), "%s/.pandastack-write-%llu",
-				   dl == 1 ? "" : dir, seq);
-	if (n >= (int)sizeof(w->tmp)) {
-		free(w);
-		return -ENAMETOOLONG;
+	if (in_place(path)) {
+		w->fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	} else {
+		/* A name near NAME_MAX leaves no room for the decoration: then the
+		 * temporary file goes without the target's name. */
+		unsigned long long seq = (unsigned long long)++s->env->seq;
+		int n = strlen(slash + 1) + 40 <= NAME_MAX
+				? snprintf(w->tmp, sizeof(w->tmp), "%s/.%s.pandastack-%llu",
+					   dl == 1 ? "" : dir, slash + 1, seq)
+				: snprintf(w->tmp, sizeof(w->tmp), "%s/.pandastack-write-%llu",
+					   dl == 1 ? "" : dir, seq);
+		if (n >= (int)sizeof(w->tmp)) {
+			free(w);
+			return -ENAMETOOLONG;
+		}
+		w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	}
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		int e = errno;
 		free(w);

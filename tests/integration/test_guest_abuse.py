@@ -51,6 +51,23 @@ def test_unreadable_pseudo_file_is_the_callers_error(vm_daemon, sbx):
     assert "EIO" in r.json()["error"]["message"], r
 
 
+def test_upload_writes_procfs_in_place_and_refuses_dotdot(vm_daemon, sbx):
+    """An existing procfs file has no room for a temporary file beside it:
+    it is written in place, as a shell's `>` would.  A path ending in ".."
+    names a directory: refused, and its parent is not made."""
+    d, sid = vm_daemon, sbx["id"]
+    base = f"/v1/sandboxes/{sid}"
+    path = "/proc/sys/kernel/domainname"
+    before = d.request("GET", f"{base}/fs?path={path}").body
+    assert before != b"pandastack-test\n"  # control: not already the value
+    r = d.request("PUT", f"{base}/fs?path={path}", b"pandastack-test\n")
+    assert r.status == 200, r
+    assert exec_cmd(d, sid, f"cat {path}")["stdout"] == "pandastack-test\n"
+    r = d.request("PUT", f"{base}/fs?path=/workspace/made/..", b"x")
+    assert r.status == 409 and r.error_code() == "is_a_directory", r
+    assert exec_cmd(d, sid, "test -e /workspace/made; echo $?")["stdout"] == "1\n"
+
+
 def test_upload_onto_device_refused(vm_daemon, sbx):
     d, sid = vm_daemon, sbx["id"]
     base = f"/v1/sandboxes/{sid}"

@@ -227,6 +227,13 @@ static void test_distinct_errors(void **state)
 	expect_error(call(f, "file_read", ws_path(f, "plain/below")), "ENOTDIR");
 	expect_error(call(f, "list", ws_path(f, "plain")), "ENOTDIR");
 	expect_error(harness_write_file(f->c, f->a.ws, "x", 1, 0644), "EISDIR");
+	/* a last component ".." or "." names a directory: refused before its
+	 * parent is made (parents is on in harness_write_file) */
+	expect_error(harness_write_file(f->c, ws_path(f, "made/.."), "x", 1, 0644), "EISDIR");
+	expect_error(harness_write_file(f->c, ws_path(f, "made2/."), "x", 1, 0644), "EISDIR");
+	struct stat st;
+	assert_int_equal(stat(ws_path(f, "made"), &st), -1);
+	assert_int_equal(stat(ws_path(f, "made2"), &st), -1);
 	expect_error(harness_write_file(f->c, ws_path(f, "plain/below"), "x", 1, 0644), "ENOTDIR");
 	expect_error(call(f, "file_read", "/dev/null"), "EINVAL"); /* not a regular file */
 	expect_error(call(f, "file_read", "relative"), "EINVAL");
