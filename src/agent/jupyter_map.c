@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
+
 /* How a named mime maps to a result field. */
 enum conv { CONV_TEXT, CONV_PLAIN, CONV_BASE64, CONV_JSON };
 
@@ -118,24 +120,6 @@ static char *text_of(const json_t *v, size_t *len, int *wrong)
 	return s;
 }
 
-/* 1 if len bytes of s are base64 (RFC 4648 section 4: the standard
- * alphabet, padded to a multiple of 4 with at most two '='), else 0. */
-static int is_base64(const char *s, size_t len)
-{
-	if (len % 4 != 0)
-		return 0;
-	size_t pad = 0;
-	while (pad < 2 && pad < len && s[len - 1 - pad] == '=')
-		pad++;
-	for (size_t i = 0; i < len - pad; i++) {
-		char c = s[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		      c == '+' || c == '/'))
-			return 0;
-	}
-	return 1;
-}
-
 /* Set obj[field] to the converted value; 1 if set, 0 if the value has the
  * wrong type (or is not base64 where it must be: a client decodes it),
  * -1 on memory. */
@@ -162,7 +146,7 @@ static int convert(json_t *obj, const char *field, enum conv conv, const json_t 
 		for (size_t i = 0; i < len; i++)
 			if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r'))
 				s[n++] = s[i];
-		if (!is_base64(s, n)) {
+		if (!base64_valid(s, n)) {
 			free(s);
 			return 0;
 		}

@@ -50,7 +50,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "mcp/mcp_backend_rest.h"
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 #include "mcp/mcp_rpc.h"
 #include "mcp/mcp_server.h"
 
@@ -82,7 +82,7 @@ static int cert_pin(const char *path, char *out, size_t cap)
 	OPENSSL_free(der);
 	char *b64;
 	size_t len;
-	if (mcp_base64_encode(md, sizeof(md), &b64, &len) < 0)
+	if (base64_encode(md, sizeof(md), &b64, &len) < 0)
 		return -ENOMEM;
 	snprintf(out, cap, "sha256//%s", b64);
 	free(b64);

@@ -17,7 +17,7 @@
 #include "common/dynbuf.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 
 #define URL_MAX 300
 #define IDLE_HANDLES 8
@@ -263,7 +263,7 @@ static json_t *b64(const void *p, size_t len)
 {
 	char *s = NULL;
 	size_t n = 0;
-	if (mcp_base64_encode(p, len, &s, &n) < 0)
+	if (base64_encode(p, len, &s, &n) < 0)
 		return NULL;
 	json_t *j = json_stringn(s, n);
 	free(s);

@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 
 void etcd_kvs_clear(struct etcd_kvs *kvs)
 {
@@ -93,7 +93,7 @@ static int get_bytes(json_t *o, const char *k, size_t cap, char **out, size_t *o
 	size_t n = json_string_length(v);
 	if (n / 4 * 3 > cap + 3)
 		return -EPROTO;
-	int e = mcp_base64_decode(json_string_value(v), n, out, outlen);
+	int e = base64_decode(json_string_value(v), n, out, outlen);
 	if (e == -ENOMEM)
 		return e;
 	if (e < 0 || *outlen > cap) {

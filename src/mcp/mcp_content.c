@@ -10,7 +10,7 @@
 
 #include "common/dynbuf.h"
 #include "common/utf8.h"
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 
 json_t *mcp_content_text(const char *s, size_t len)
 {
@@ -60,7 +60,7 @@ static int add_result(json_t *content, const json_t *res, const char *uri)
 		v = json_object_get(res, images[i].field);
 		if (!json_is_string(v))
 			continue;
-		if (mcp_base64_valid(json_string_value(v), json_string_length(v)))
+		if (base64_valid(json_string_value(v), json_string_length(v)))
 			e = add(content, image(json_string_value(v), json_string_length(v),
 					       images[i].mime));
 		else
@@ -169,7 +169,7 @@ json_t *mcp_content_file(const char *uri, const char *data, size_t len)
 		return mcp_content_text(data, len);
 	char *b64;
 	size_t n;
-	if (mcp_base64_encode(data, len, &b64, &n) < 0)
+	if (base64_encode(data, len, &b64, &n) < 0)
 		return NULL;
 	const char *img = image_type((const unsigned char *)data, len);
 	json_t *c = img ? image(b64, n, img)

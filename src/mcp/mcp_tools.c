@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 #include "mcp/mcp_content.h"
 
 #define ARGS_MAX 6
@@ -260,7 +260,7 @@ static int run_write_file(const struct mcp_call *c, const struct args *a, json_t
 		data = json_string_value(a->v[2]);
 		len = json_string_length(a->v[2]);
 	} else {
-		int e = mcp_base64_decode(json_string_value(a->v[3]), json_string_length(a->v[3]),
+		int e = base64_decode(json_string_value(a->v[3]), json_string_length(a->v[3]),
 					  &decoded, &len);
 		if (e == -ENOMEM)
 			return e;

@@ -20,7 +20,7 @@
 #include <jansson.h>
 
 #include "mcp/mcp_backend.h"
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 #include "mcp/mcp_rpc.h"
 #include "mcp/mcp_server.h"
 #include "mcp/mcp_stdio.h"
@@ -559,24 +559,24 @@ static void test_files(void **state)
 static void test_base64(void **state)
 {
 	(void)state;
-	assert_true(mcp_base64_valid("", 0));
-	assert_true(mcp_base64_valid("QUJD", 4));
-	assert_true(mcp_base64_valid("QUI=", 4));
-	assert_true(mcp_base64_valid("QQ==", 4));
-	assert_false(mcp_base64_valid("QQ=", 3));
-	assert_false(mcp_base64_valid("Q===", 4));
-	assert_false(mcp_base64_valid("QU I", 4));
-	assert_false(mcp_base64_valid("=QUI", 4));
+	assert_true(base64_valid("", 0));
+	assert_true(base64_valid("QUJD", 4));
+	assert_true(base64_valid("QUI=", 4));
+	assert_true(base64_valid("QQ==", 4));
+	assert_false(base64_valid("QQ=", 3));
+	assert_false(base64_valid("Q===", 4));
+	assert_false(base64_valid("QU I", 4));
+	assert_false(base64_valid("=QUI", 4));
 	char *out;
 	size_t n;
-	assert_int_equal(mcp_base64_encode("\xff\x00", 2, &out, &n), 0);
+	assert_int_equal(base64_encode("\xff\x00", 2, &out, &n), 0);
 	assert_string_equal(out, "/wA=");
 	free(out);
-	assert_int_equal(mcp_base64_decode("/wA=", 4, &out, &n), 0);
+	assert_int_equal(base64_decode("/wA=", 4, &out, &n), 0);
 	assert_int_equal(n, 2);
 	assert_memory_equal(out, "\xff\x00", 2);
 	free(out);
-	assert_int_equal(mcp_base64_decode("/w A", 4, &out, &n), -EINVAL);
+	assert_int_equal(base64_decode("/w A", 4, &out, &n), -EINVAL);
 }
 
 /* The stdio transport: garbage, blank and CRLF lines; answers in order;

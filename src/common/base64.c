@@ -1,7 +1,7 @@
 /*
- * mcp_base64.c - strict base64 on libcrypto (see mcp_base64.h).
+ * base64.c - strict base64 on libcrypto (see base64.h).
  */
-#include "mcp/mcp_base64.h"
+#include "common/base64.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +15,7 @@ static int b64_char(unsigned char c)
 	       c == '+' || c == '/';
 }
 
-int mcp_base64_valid(const char *s, size_t len)
+int base64_valid(const char *s, size_t len)
 {
 	if (len % 4)
 		return 0;
@@ -28,7 +28,7 @@ int mcp_base64_valid(const char *s, size_t len)
 	return 1;
 }
 
-size_t mcp_base64_decoded_len(const char *s, size_t len)
+size_t base64_decoded_len(const char *s, size_t len)
 {
 	size_t pad = 0;
 	while (pad < 2 && pad < len && s[len - 1 - pad] == '=')
@@ -36,7 +36,7 @@ size_t mcp_base64_decoded_len(const char *s, size_t len)
 	return len / 4 * 3 - pad;
 }
 
-int mcp_base64_encode(const void *data, size_t len, char **out, size_t *outlen)
+int base64_encode(const void *data, size_t len, char **out, size_t *outlen)
 {
 	if (len > (size_t)INT_MAX / 4 * 3)
 		return -EFBIG;
@@ -51,9 +51,9 @@ int mcp_base64_encode(const void *data, size_t len, char **out, size_t *outlen)
 	return 0;
 }
 
-int mcp_base64_decode(const char *s, size_t len, char **out, size_t *outlen)
+int base64_decode(const char *s, size_t len, char **out, size_t *outlen)
 {
-	if (!mcp_base64_valid(s, len))
+	if (!base64_valid(s, len))
 		return -EINVAL;
 	if (len > (size_t)INT_MAX)
 		return -EFBIG;
@@ -66,7 +66,7 @@ int mcp_base64_decode(const char *s, size_t len, char **out, size_t *outlen)
 		return -EINVAL;
 	}
 	/* EVP_DecodeBlock counts the padding's zero bytes */
-	size_t real = mcp_base64_decoded_len(s, len);
+	size_t real = base64_decoded_len(s, len);
 	p[real] = '\0';
 	*out = p;
 	*outlen = real;
