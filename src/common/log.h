@@ -21,11 +21,11 @@ void log_set_level(enum log_level lvl);
 void log_kv(enum log_level lvl, const char *event, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* log_quote - s as a double-quoted value: " and \ escaped with \, each
- * control character and each byte sequence that is not well-formed UTF-8
- * replaced by '?' (a line is always UTF-8 text, and no value can fake a
- * line break), cut to fit out (outlen bytes, >= 3) without splitting a
- * character.  Returns out. */
+/* log_quote - s as a double-quoted value: " and \ escaped with \; each
+ * control character, and each byte sequence that is not well-formed UTF-8,
+ * written as a question mark, so that a log line is always UTF-8 text and
+ * no value can fake a line break; cut to fit out (outlen bytes, >= 3)
+ * without splitting a character.  Returns out. */
 const char *log_quote(const char *s, char *out, size_t outlen);
 
 #endif

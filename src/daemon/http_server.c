@@ -515,7 +515,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
 	enum log_level lvl = LOG_WARN;
-	for (size_t i = 0; i < sizeof(peer_gone) / sizeof(peer_gone[0]); i++)
+	for (size_t i = 0; i < sizeof(peer_gone) / sizeof(peer_gone[0]) && lvl == LOG_WARN; i++)
 		if (strstr(msg, peer_gone[i]))
 			lvl = LOG_INFO;
 	log_kv(lvl, "http.mhd", "msg=%s", log_quote(msg, q, sizeof(q)));

@@ -56,7 +56,7 @@ int net_denied_parse_list(const char *s, struct net_cidr *out, size_t cap, char 
 	return (int)n;
 }
 
-int net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out)
+void net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out)
 {
 	unsigned prefix = 0;
 	while (prefix < 32 && (netmask & (UINT32_C(1) << (31 - prefix))))
@@ -69,7 +69,6 @@ int net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out)
 	out->prefix = prefix;
 	out->mask = prefix ? UINT32_MAX << (32 - prefix) : 0;
 	out->addr = addr & out->mask;
-	return 0;
 }
 
 /* Read the host's IPv4 networks (every interface, up or not). */

@@ -55,9 +55,9 @@ int net_denied_has(struct net_denied *d, uint32_t ip, int64_t now_ms);
 /*
  * net_denied_host_net - the network of an interface address addr with
  * netmask (host order) into *out: addr/prefix, or addr/32 when the mask is
- * not a prefix or is wider than NET_DENIED_HOST_PREFIX_MIN.  Returns 0.
+ * not a prefix or is wider than NET_DENIED_HOST_PREFIX_MIN.
  */
-int net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out);
+void net_denied_host_net(uint32_t addr, uint32_t netmask, struct net_cidr *out);
 
 /*
  * net_denied_set_host - for tests: use these n host networks from now on
