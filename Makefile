@@ -336,7 +336,8 @@ conformance-python: $(BUILD)/pandastackd
 #                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
 #   test_guest_* (the host's agent client against a fake agent),
-#   test_qmp*  test_qemu_*  test_spawn*  test_netslot*  fuzz_qmp*  fuzz_engine_*  libengine
+#   test_qmp*  test_qemu_*  test_spawn*  test_netslot*  test_snapshot_*
+#   fuzz_qmp*  fuzz_engine_*                        libengine
 #   test_jupyter_*  test_kernel*  test_netconf*  fuzz_agent_*  fuzz_jupyter_* libagent
 #   any other name (test_proto, fuzz_proto, ...)     libcommon only
 # A new test is named after the module it tests and so links its libraries; a
@@ -346,7 +347,7 @@ TESTS_OF_DAEMON := test_daemon_% test_web_% test_net_% fuzz_api_% fuzz_net_% \
 TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
 TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% test_netslot% fuzz_qmp% \
-                   fuzz_engine_% \
+                   fuzz_engine_% test_snapshot_% \
                    $(TESTS_OF_DAEMON)
 TESTS_OF_AGENT  := test_jupyter_% test_kernel% test_netconf% fuzz_agent_% fuzz_jupyter_%
 # test_libs NAME,DIR: the archives in DIR that test NAME links, in link order.
