@@ -1,7 +1,8 @@
 /*
  * session.c - the agent's protocol connection (see session.h and
  * docs/agent-protocol.md): transport, handshake, frame dispatch, the stream
- * table and the fair writer.
+ * table and the fair writer.  Where the transport comes from (a named
+ * virtio-serial port, a Unix socket) is endpoint.c.
  *
  * Every byte read from the transport is untrusted.  Frames pass the decoder
  * (caps, magic) and proto_mux_check (roles, credit) before anything acts on
@@ -13,7 +14,6 @@
  */
 #include "agent/session.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,12 +23,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "agent/endpoint.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "common/util.h"
@@ -560,37 +559,6 @@ static void on_accept(struct loop_watch *w, uint32_t ev)
 	host_arrived(S);
 }
 
-/* /dev/<port> for the virtio-serial port called name, into out. */
-static int find_named_port(const char *name, char *out, size_t outlen)
-{
-	DIR *d = opendir("/sys/class/virtio-ports");
-	if (!d)
-		return -errno;
-	int rc = -ENOENT;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", de->d_name);
-		char *txt = NULL;
-		size_t len = 0;
-		if (util_read_file(p, 4096, &txt, &len) < 0)
-			continue;
-		while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' '))
-			txt[--len] = '\0';
-		int match = strcmp(txt, name) == 0;
-		free(txt);
-		if (match) {
-			snprintf(out, outlen, "/dev/%s", de->d_name);
-			rc = 0;
-			break;
-		}
-	}
-	closedir(d);
-	return rc;
-}
-
 /* Probe timer: open a port not found yet, or check whether the host came
  * back to one it had left. */
 static void on_probe(struct loop_timer *t, int64_t now)
@@ -600,7 +568,7 @@ static void on_probe(struct loop_timer *t, int64_t now)
 		char dev[PATH_MAX];
 		const char *path = S->path;
 		if (S->kind == SESSION_PORT_NAMED) {
-			if (find_named_port(S->path, dev, sizeof(dev)) < 0) {
+			if (endpoint_find_virtio_port(S->path, dev, sizeof(dev)) < 0) {
 				loop_timer_arm(S->env->loop, t, now + SESSION_FIND_POLL_MS);
 				return;
 			}
@@ -726,35 +694,6 @@ int session_busy(struct session *S)
 
 /* --- setup ------------------------------------------------------------------ */
 
-/* Listen on a Unix socket at path.  The socket is bound under a temporary
- * name and renamed into place once listening, so a client that sees path
- * can connect (no window between bind and listen).  An old socket file at
- * path is replaced. */
-static int listen_unix(const char *path)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int n = snprintf(a.sun_path, sizeof(a.sun_path), "%s.%d", path, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	unlink(a.sun_path);
-	struct stat st;
-	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-		close(fd);
-		return -EEXIST;
-	}
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0 ||
-	    rename(a.sun_path, path) < 0) {
-		int e = -errno;
-		unlink(a.sun_path);
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
 int session_new(struct agent_env *env, enum session_transport kind, const char *path,
 		struct session **out)
 {
@@ -772,7 +711,7 @@ int session_new(struct agent_env *env, enum session_transport kind, const char *
 	loop_timer_init(&S->probe, on_probe, S);
 	int r = S->path ? 0 : -ENOMEM;
 	if (!r && kind == SESSION_LISTEN) {
-		S->lfd = listen_unix(path);
+		S->lfd = endpoint_listen_unix(path);
 		r = S->lfd < 0 ? S->lfd : loop_watch_add(env->loop, &S->lwatch, S->lfd, EPOLLIN);
 	} else if (!r) {
 		loop_timer_arm(env->loop, &S->probe, util_now_ms());
