@@ -16,7 +16,7 @@
 
 /* Give a taken spare to its new owner: its thread applies cfg (moved in)
  * before any of the owner's code (normal priority back, then env and cwd
- * if they differ: kernel_loop.c); "ready" goes out at once. */
+ * if they differ: kernel_thread.c); "ready" goes out at once. */
 static int adopt_spare(struct kernel_ctx *c, struct kernel_cfg *cfg)
 {
 	struct kernel_cfg *h = malloc(sizeof(*h));

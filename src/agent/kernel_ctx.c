@@ -1,7 +1,7 @@
 /*
  * kernel_ctx.c - the code-context API for the agent's thread (kernel.h):
  * options, the job queue, the event queue, the registry of live contexts.
- * The client thread itself is kernel_loop.c; kernel_ctx_create, which asks
+ * The client thread itself is kernel_thread.c; kernel_ctx_create, which asks
  * the warm pool first, is kernel_create.c.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * kernel_int.h - private to kernel_*.c: the context structure shared by
  * the public API (kernel_ctx.c, kernel_create.c), the client thread
- * (kernel_loop.c), the two kernel backends (kernel_jupyter.c,
+ * (kernel_life.c, kernel_thread.c), the two kernel backends (kernel_jupyter.c,
  * kernel_fallback.c) and the warm pool (kernel_pool.c).
  *
  * Locking: fields marked [mu] are guarded by ctx->mu; [thread] fields
@@ -124,7 +124,7 @@ struct kernel_ctx {
 	/* An interrupt may land just before the kernel blocks in a system
 	 * call and then act only when the call returns (CPython checks for
 	 * signals between bytecodes): while the kernel shows no reaction it
-	 * is sent again (kernel_loop.c, reinterrupt). */
+	 * is sent again (kernel_life.c, kernel__reinterrupt). */
 	int64_t reint_at, reint_step_ms;
 	uint64_t reint_heard, reint_cpu;
 };
@@ -157,11 +157,39 @@ struct kernel_backend {
 extern const struct kernel_backend kernel_jupyter_backend;
 extern const struct kernel_backend kernel_fallback_backend;
 
-/* Client thread entry (kernel_loop.c). */
+/* Client thread entry (kernel_thread.c). */
 void *kernel__thread_main(void *arg);
 
+/* Kill: wait this long for the kernel process to be gone, ms. */
+#define KILL_WAIT_MS 3000
+
 /*
- * Callbacks from the backends to the loop (kernel_loop.c; client thread
+ * The kernel's life and its jobs (kernel_life.c), for the client thread's
+ * loop (kernel_thread.c); client thread only.
+ *   start        - start the kernel process (st NONE -> STARTING or FAILED)
+ *   start_failed - the start failed (why): fail or fall back, per the kind
+ *   with_last_words - why plus the last line the kernel printed, into out (n)
+ *   start_next   - run the next queued job when the kernel is READY and idle
+ *   finish       - end the running job (err: an error event, or NULL)
+ *   interrupt    - interrupt the running job (timed_out: its timeout passed)
+ *   reinterrupt  - send the interrupt again, the kernel not having reacted
+ *   kill         - kill the kernel's process group for reason, handle the death
+ *   check_death  - look whether the process ended; handle it if so
+ *   drop         - close the channels and forget the process (ended or abandoned)
+ */
+void kernel__start(struct kernel_ctx *c);
+void kernel__start_failed(struct kernel_ctx *c, const char *why);
+void kernel__with_last_words(struct kernel_ctx *c, const char *why, char *out, size_t n);
+void kernel__start_next(struct kernel_ctx *c);
+void kernel__finish(struct kernel_ctx *c, json_t *err);
+void kernel__interrupt(struct kernel_ctx *c, int timed_out, int64_t now);
+void kernel__reinterrupt(struct kernel_ctx *c, int64_t now);
+void kernel__kill(struct kernel_ctx *c, const char *reason);
+void kernel__check_death(struct kernel_ctx *c, int64_t now);
+void kernel__drop(struct kernel_ctx *c);
+
+/*
+ * Callbacks from the backends to the kernel's life (kernel_life.c; client thread
  * only).  Any of them may end the kernel (c->bs is then freed and NULL):
  * a backend compares c->bs with its own pointer after each call.
  *   on_message - a parsed kernel message (borrowed) for the running job

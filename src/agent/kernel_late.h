@@ -5,7 +5,7 @@
  * run, which delivers it first, before its own output
  * (docs/agent-protocol.md, "Code contexts"; docs/api.md states the
  * policy).  Output of that kind that arrives while a run is current is
- * that run's (kernel_loop.c).
+ * that run's (kernel_life.c).
  *
  * At most KERNEL_LATE_MAX bytes wait; more is counted and reported by a
  * marker on stderr instead.

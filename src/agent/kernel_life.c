@@ -1,7 +1,8 @@
 /*
- * kernel_loop.c - a context's client thread: owns the kernel process and
- * its channels, runs queued jobs one at a time, turns kernel messages into
- * events, and enforces every deadline.
+ * kernel_life.c - a context's kernel and its jobs, on the context's client
+ * thread (whose loop is kernel_thread.c): starts the kernel process, runs
+ * queued jobs one at a time, turns kernel messages into events, handles
+ * deaths, interrupts and restarts.
  *
  * States (c->st):
  *
@@ -15,20 +16,14 @@
  * when the kernel sent both its reply and idle (or one of them plus
  * FINISH_GRACE_MS), when the kernel dies, or when the interrupt after a
  * timeout went unanswered for the grace period (kill + restart).
- *
- * Every wait is the one zmq_poll per iteration over: the wake eventfd, the
- * kernel's pidfd and the backend's sockets/pipes, with a timeout from the
- * earliest deadline.  Threads: this file runs only on the client thread.
+ * Threads: this file runs only on the client thread.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include "agent/jupyter_conn.h"
 #include "agent/jupyter_map.h"
@@ -38,12 +33,8 @@
 
 /* After the reply without idle (or idle without reply), wait this long. */
 #define FINISH_GRACE_MS 3000
-/* Kill: wait this long for the process to be gone. */
-#define KILL_WAIT_MS 3000
-/* Destroy: wait this long after shutdown_request before killing. */
-#define SHUTDOWN_WAIT_MS 500
-/* Reaped by the agent but not yet reported: look again this often, ms. */
-#define DEATH_RECHECK_MS 20
+/* Reaped by the agent but not yet reported: give up after this long, ms
+ * (kernel_thread.c looks again every DEATH_RECHECK_MS). */
 #define DEATH_REPORT_WAIT_MS 1000
 /* Deaths within this long of being ready count as quick; after this many
  * quick deaths in a row, restart only when work waits. */
@@ -53,9 +44,6 @@
  * long each time, up to the last, ms. */
 #define REINT_FIRST_MS 100
 #define REINT_MAX_MS 1000
-/* Without pidfd support, look for an exit this often, ms. */
-#define NO_PIDFD_POLL_MS 200
-#define POLL_ITEMS_MAX 16
 
 /* AUTO: the interpreter found without ipykernel, so later contexts on it
  * start the fallback at once instead of failing a launch first. */
@@ -104,8 +92,6 @@ static int make_dir(struct kernel_ctx *c)
 }
 
 /* --- jobs -----------------------------------------------------------------*/
-
-static void kill_kernel(struct kernel_ctx *c, const char *reason);
 
 /* Hand the current run's pending events to the agent.  Each event leaves
  * the array before it is queued, so once queued only the agent's thread
@@ -161,7 +147,7 @@ static void maybe_announce(struct kernel_ctx *c)
  * kernel's error.  A timed-out run reports TimeoutError with the kernel's
  * traceback of the interrupt.
  */
-static void finish(struct kernel_ctx *c, json_t *err)
+void kernel__finish(struct kernel_ctx *c, json_t *err)
 {
 	struct kernel_job *j = c->cur;
 	int64_t now = util_now_ms();
@@ -208,13 +194,13 @@ static void finish(struct kernel_ctx *c, json_t *err)
 	/* exit()/quit(): ipykernel stops by itself ~0.1 s after its reply;
 	 * replace it now, so no later run is sent to a kernel on its way out. */
 	if (ask_exit && c->proc.pid > 0)
-		kill_kernel(c, "the kernel exited: the code called exit()");
+		kernel__kill(c, "the kernel exited: the code called exit()");
 	maybe_announce(c);
 }
 
 static void finish_with(struct kernel_ctx *c, const char *name, const char *value)
 {
-	finish(c, jupyter_make_error(name, value, ""));
+	kernel__finish(c, jupyter_make_error(name, value, ""));
 }
 
 /*
@@ -239,7 +225,7 @@ static void reseed_if_due(struct kernel_ctx *c)
 	if (!j) {
 		/* Never run code on generators a clone shares: a new process
 		 * seeds its own. */
-		kill_kernel(c, "out of memory while reseeding the kernel");
+		kernel__kill(c, "out of memory while reseeding the kernel");
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
@@ -248,7 +234,7 @@ static void reseed_if_due(struct kernel_ctx *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void start_next(struct kernel_ctx *c)
+void kernel__start_next(struct kernel_ctx *c)
 {
 	if (c->st != KS_READY || c->cur)
 		return;
@@ -316,7 +302,7 @@ static void set_pid(struct kernel_ctx *c, pid_t pid)
 /* Close channels and forget the process (already ended or abandoned);
  * what is left of its process group (children it started) is killed, as
  * its state is gone. */
-static void drop_kernel(struct kernel_ctx *c)
+void kernel__drop(struct kernel_ctx *c)
 {
 	if (c->proc.pid > 0)
 		kernel_proc_signal(&c->proc, SIGKILL);
@@ -337,12 +323,12 @@ static void drop_kernel(struct kernel_ctx *c)
  * OOM killer, too slow on a loaded host) is reported as such: falling back
  * would silently turn a rich kernel into plain text for the context's life.
  */
-static void start_failed(struct kernel_ctx *c, const char *why)
+void kernel__start_failed(struct kernel_ctx *c, const char *why)
 {
 	int was_jupyter = c->be == &kernel_jupyter_backend;
 	if (c->proc.pid > 0 && !c->proc.exited)
 		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
-	drop_kernel(c);
+	kernel__drop(c);
 	c->st = KS_NONE;
 	if (c->cfg.kind == KERNEL_AUTO && was_jupyter && !c->fallback_tried &&
 	    strstr(why, "No module named")) {
@@ -369,7 +355,7 @@ static void start_failed(struct kernel_ctx *c, const char *why)
 		kernel__pool_notify();
 }
 
-static void start_kernel(struct kernel_ctx *c)
+void kernel__start(struct kernel_ctx *c)
 {
 	int fallback = c->cfg.kind == KERNEL_FALLBACK ||
 		       (c->cfg.kind == KERNEL_AUTO &&
@@ -389,7 +375,7 @@ static void start_kernel(struct kernel_ctx *c)
 		snprintf(why, sizeof(why), "%s: %s", c->dir[0] ? "starting python" : "private folder",
 			 strerror(-r));
 		c->st = KS_STARTING;
-		start_failed(c, why);
+		kernel__start_failed(c, why);
 		return;
 	}
 	c->st = KS_STARTING;
@@ -399,7 +385,7 @@ static void start_kernel(struct kernel_ctx *c)
 }
 
 /* why, plus the last line the kernel printed (for start failures). */
-static void with_last_words(struct kernel_ctx *c, const char *why, char *out, size_t n)
+void kernel__with_last_words(struct kernel_ctx *c, const char *why, char *out, size_t n)
 {
 	char tail[512] = "";
 	if (c->be && c->bs && c->be->log_tail)
@@ -434,11 +420,11 @@ static void on_death(struct kernel_ctx *c)
 	}
 	if (c->st == KS_STARTING) {
 		char full[400];
-		with_last_words(c, why, full, sizeof(full));
-		start_failed(c, full);
+		kernel__with_last_words(c, why, full, sizeof(full));
+		kernel__start_failed(c, full);
 		return;
 	}
-	drop_kernel(c);
+	kernel__drop(c);
 	c->st = KS_NONE;
 	char q[300];
 	log_kv(LOG_WARN, "kernel.died", "reason=%s", log_quote(why, q, sizeof(q)));
@@ -464,7 +450,7 @@ static void on_death(struct kernel_ctx *c)
 }
 
 /* Kill the kernel's group for reason, then handle the death. */
-static void kill_kernel(struct kernel_ctx *c, const char *reason)
+void kernel__kill(struct kernel_ctx *c, const char *reason)
 {
 	if (c->proc.pid <= 0)
 		return;
@@ -473,7 +459,7 @@ static void kill_kernel(struct kernel_ctx *c, const char *reason)
 	on_death(c);
 }
 
-static void check_death(struct kernel_ctx *c, int64_t now)
+void kernel__check_death(struct kernel_ctx *c, int64_t now)
 {
 	if (c->proc.pid <= 0)
 		return;
@@ -490,7 +476,7 @@ static void check_death(struct kernel_ctx *c, int64_t now)
 	}
 }
 
-static void interrupt(struct kernel_ctx *c, int timed_out, int64_t now)
+void kernel__interrupt(struct kernel_ctx *c, int timed_out, int64_t now)
 {
 	if (!c->cur || c->cur_interrupted)
 		return;
@@ -523,7 +509,7 @@ static void interrupt(struct kernel_ctx *c, int timed_out, int64_t now)
  * ignore.)  A kernel that reacts (it prints, reports the error, ends the
  * cell, or computes) is left alone.
  */
-static void reinterrupt(struct kernel_ctx *c, int64_t now)
+void kernel__reinterrupt(struct kernel_ctx *c, int64_t now)
 {
 	char st;
 	uint64_t cpu;
@@ -579,7 +565,7 @@ void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 		c->cur_heard++;
 	flush_events(c);
 	if (jupyter_exec_complete(&c->x)) {
-		finish(c, NULL);
+		kernel__finish(c, NULL);
 	} else if ((c->x.got_reply || c->x.got_idle) && !c->finish_deadline) {
 		c->finish_deadline = util_now_ms() + FINISH_GRACE_MS;
 	}
@@ -613,226 +599,6 @@ void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_
 
 void kernel__on_lost(struct kernel_ctx *c, const char *why)
 {
-	kill_kernel(c, why);
+	kernel__kill(c, why);
 }
 
-/* --- the loop -------------------------------------------------------------*/
-
-static int same_dir(const char *a, const char *b)
-{
-	return a && b ? strcmp(a, b) == 0 : a == b;
-}
-
-/*
- * A spare was taken: h (taken) holds its new owner's settings.  They apply
- * to later restarts; the running kernel gets its normal CPU and OOM
- * standing back at once and, only if the owner's env or cwd differ from
- * the spare's, a setup job ahead of any of the owner's code.  (A
- * reseed due since a restore runs ahead of both: reseed_if_due.)
- */
-static void adopt_handover(struct kernel_ctx *c, struct kernel_cfg *h)
-{
-	int need_setup = (h->env_added && h->env_added[0]) ||
-			 (h->cwd && !same_dir(h->cwd, c->cfg.cwd));
-	char *python = c->cfg.python;
-	c->cfg.python = NULL;
-	enum kernel_kind kind = c->cfg.kind;
-	kernel__cfg_clear(&c->cfg);
-	c->cfg = *h;
-	free(c->cfg.python);
-	c->cfg.python = python;
-	c->cfg.kind = kind;
-	c->cfg.nice = 0;
-	c->cfg.idle = 0;
-	c->no_restart = 0;
-	free(h);
-	kernel_late_clear(&c->late); /* the spare's own output is not the owner's */
-	if (c->proc.pid > 0) {
-		int r = kernel_proc_promote(&c->proc);
-		if (r < 0)
-			log_kv(LOG_WARN, "kernel.promote_failed", "pid=%ld errno=%d",
-			       (long)c->proc.pid, -r);
-	}
-	if (!need_setup)
-		return;
-	char *code = kernel__code_setup(c->cfg.cwd, c->cfg.env_added);
-	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "setup", code, strlen(code), 0)
-				    : NULL;
-	free(code);
-	if (!j) {
-		/* Without its env and cwd the kernel is not what was asked for. */
-		kill_kernel(c, "out of memory while setting up the kernel");
-		return;
-	}
-	pthread_mutex_lock(&c->mu);
-	kernel__push_front_locked(c, j);
-	pthread_mutex_unlock(&c->mu);
-}
-
-/* Requests from the agent's thread.  Returns 1 when asked to stop. */
-static int take_requests(struct kernel_ctx *c, int64_t now)
-{
-	pthread_mutex_lock(&c->mu);
-	int stop = c->stop, intr = c->interrupt_req, restart = c->restart_req;
-	int have_jobs = c->jobs != NULL;
-	struct kernel_cfg *h = c->handover;
-	c->interrupt_req = c->restart_req = 0;
-	c->handover = NULL;
-	pthread_mutex_unlock(&c->mu);
-	if (h)
-		adopt_handover(c, h);
-	if (stop)
-		return 1;
-	if (intr)
-		interrupt(c, 0, now);
-	if (restart && c->st == KS_READY && c->proc.pid > 0)
-		kill_kernel(c, "a restart was requested");
-	if (c->st == KS_FAILED && have_jobs)
-		c->st = KS_NONE; /* new work: try again */
-	return 0;
-}
-
-static int has_work(struct kernel_ctx *c)
-{
-	pthread_mutex_lock(&c->mu);
-	int r = c->jobs != NULL;
-	pthread_mutex_unlock(&c->mu);
-	return r;
-}
-
-static int64_t min_due(int64_t a, int64_t b)
-{
-	if (b <= 0)
-		return a;
-	return a < b ? a : b;
-}
-
-static int64_t next_deadline(struct kernel_ctx *c)
-{
-	int64_t due = INT64_MAX;
-	if (c->st == KS_STARTING)
-		due = min_due(due, c->start_deadline);
-	due = min_due(due, c->cur_interrupted ? 0 : c->cur_deadline);
-	due = min_due(due, c->grace_deadline);
-	due = min_due(due, c->reint_at);
-	due = min_due(due, c->finish_deadline);
-	if (c->death_wait_until)
-		due = min_due(due, util_now_ms() + DEATH_RECHECK_MS);
-	if (c->proc.pid > 0 && c->proc.pidfd < 0)
-		due = min_due(due, util_now_ms() + NO_PIDFD_POLL_MS);
-	if (c->be && c->bs && (c->st == KS_STARTING || c->st == KS_READY))
-		due = min_due(due, c->be->next_due(c));
-	return due;
-}
-
-static void on_timers(struct kernel_ctx *c, int64_t now)
-{
-	if (c->st == KS_STARTING && c->start_deadline && now >= c->start_deadline) {
-		char why[96], full[400];
-		snprintf(why, sizeof(why), "no answer within %lld ms",
-			 (long long)c->cfg.start_timeout_ms);
-		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
-		with_last_words(c, why, full, sizeof(full));
-		start_failed(c, full);
-		return;
-	}
-	if (c->cur && c->cur_deadline && !c->cur_interrupted && now >= c->cur_deadline)
-		interrupt(c, 1, now);
-	if (c->cur && c->cur_interrupted && c->reint_at && now >= c->reint_at)
-		reinterrupt(c, now);
-	if (c->cur && c->grace_deadline && now >= c->grace_deadline) {
-		char why[160];
-		snprintf(why, sizeof(why), "the kernel did not stop within %lld ms of the interrupt",
-			 (long long)c->cfg.interrupt_grace_ms);
-		kill_kernel(c, why);
-		return;
-	}
-	if (c->cur && c->finish_deadline && now >= c->finish_deadline)
-		finish(c, NULL);
-	if (c->death_wait_until || (c->proc.pid > 0 && c->proc.pidfd < 0))
-		check_death(c, now);
-	if (c->be && c->bs && (c->st == KS_STARTING || c->st == KS_READY))
-		c->be->on_time(c, now);
-}
-
-/* Destroy: ask politely, then kill the group; remove the folder. */
-static void teardown(struct kernel_ctx *c)
-{
-	if (c->proc.pid > 0 && !c->proc.exited) {
-		if (c->be && c->bs && c->be->shutdown && c->st == KS_READY) {
-			c->be->shutdown(c);
-			int64_t end = util_now_ms() + SHUTDOWN_WAIT_MS;
-			while (kernel_proc_poll(&c->proc) == 0 && util_now_ms() < end) {
-				zmq_pollitem_t it = { .fd = c->proc.pidfd, .events = ZMQ_POLLIN };
-				if (c->proc.pidfd >= 0)
-					zmq_poll(&it, 1, 50);
-				else
-					usleep(10000);
-			}
-		}
-		kernel_proc_kill(&c->proc, KILL_WAIT_MS);
-	}
-	drop_kernel(c);
-	if (c->cur) {
-		jupyter_exec_clear(&c->x);
-		kernel__job_free(c->cur);
-		c->cur = NULL;
-	}
-	if (c->dir[0])
-		util_rm_rf(c->dir);
-	kernel_late_clear(&c->late);
-	kernel__cfg_clear(&c->cfg);
-	log_kv(LOG_DEBUG, "kernel.destroyed", "dir=%s", c->dir);
-}
-
-void *kernel__thread_main(void *arg)
-{
-	struct kernel_ctx *c = arg;
-	zmq_pollitem_t it[POLL_ITEMS_MAX];
-	for (;;) {
-		int64_t now = util_now_ms();
-		if (take_requests(c, now))
-			break;
-		if (c->st == KS_NONE && !c->no_restart && (!c->lazy_start || has_work(c)))
-			start_kernel(c);
-		start_next(c);
-
-		int n = 0, pid_item = -1;
-		it[n++] = (zmq_pollitem_t){ .fd = c->wake_fd, .events = ZMQ_POLLIN };
-		if (c->proc.pid > 0 && c->proc.pidfd >= 0 && !c->death_wait_until) {
-			pid_item = n;
-			it[n++] = (zmq_pollitem_t){ .fd = c->proc.pidfd, .events = ZMQ_POLLIN };
-		}
-		int nb_first = n, nb = 0;
-		if (c->be && c->bs)
-			nb = c->be->fill_poll(c, it + n, POLL_ITEMS_MAX - n);
-		n += nb;
-		int64_t due = next_deadline(c);
-		now = util_now_ms();
-		long wait = due == INT64_MAX ? -1 : (due <= now ? 0 : (long)(due - now));
-		if (zmq_poll(it, n, wait) < 0 && errno != EINTR && errno != ETERM) {
-			log_kv(LOG_ERROR, "kernel.poll_failed", "errno=%d", errno);
-			usleep(10000);
-			continue;
-		}
-		now = util_now_ms();
-		if (it[0].revents & ZMQ_POLLIN) {
-			uint64_t v;
-			ssize_t rd = read(c->wake_fd, &v, sizeof(v));
-			(void)rd;
-		}
-		/* Channels first: the last output and idle precede the exit. */
-		if (nb && c->bs)
-			c->be->on_poll(c, it + nb_first, nb, now);
-		if (pid_item >= 0 && (it[pid_item].revents & ZMQ_POLLIN) && c->proc.pid > 0)
-			check_death(c, now);
-		on_timers(c, now);
-	}
-	teardown(c);
-	/* Free this thread's OpenSSL state (HMAC) now: once kernel__ctx_finish
-	 * lets kernel_wait_all return the process may exit before a detached
-	 * thread's TLS destructors run. */
-	OPENSSL_thread_stop();
-	kernel__ctx_finish(c);
-	return NULL;
-}
