@@ -16,7 +16,7 @@
  */
 
 import { API_ERROR_STATUS } from "./api_errors.js";
-import type { ExecResult } from "./models.js";
+import type { ExecResult } from "./exec_result.js";
 
 /** Fields shared by every SDK error. */
 export interface PandaStackErrorInit {

@@ -9,6 +9,9 @@
  */
 
 import { PandaStackError } from "./errors.js";
+import type { ExecResult } from "./exec_result.js";
+
+export type { ExecResult } from "./exec_result.js";
 
 /** Status of a sandbox. */
 export type SandboxStatus = "running" | "paused" | "stopped" | "error" | "lost";
@@ -53,23 +56,6 @@ export interface SnapshotInfo {
   name: string | null;
   /** The team's snapshot it was taken on top of, or null. */
   parent: string | null;
-}
-
-/** The result of `exec`, `execStream` and `Sandbox.runCode`. */
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  /** The command's exit code; 128 + N when signal N killed it. */
-  exit_code: number;
-  /** Run time measured in the guest, milliseconds. */
-  duration_ms: number;
-  /** True when the command hit its `timeoutSeconds`. */
-  timed_out: boolean;
-  /** The signal that killed the command, or null. */
-  signal: number | null;
-  /** True when stdout passed the daemon's output cap and was cut (with a marker). */
-  stdout_truncated: boolean;
-  stderr_truncated: boolean;
 }
 
 /** One file or directory in the guest (`fs/stat`, `fs/list`, `fs/mkdir`). */
