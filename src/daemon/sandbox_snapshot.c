@@ -85,10 +85,41 @@ static int insert_pending(struct sandboxes *reg, struct sbx *sb, const struct ca
 	return store_snapshot_insert(reg->d->store, row);
 }
 
+/* The team's snapshot limits, for a user's capture: 0, or -EINVAL with
+ * err (429).  Called with quota_lock held. */
+static int quota_check(struct sbx *sb, const struct capture_req *cr, struct sbx_err *err)
+{
+	struct daemon *d = sb->reg->d;
+	if (strcmp(cr->kind, "user") != 0)
+		return 0;
+	int64_t n = 0;
+	if (store_snapshot_count(d->store, sb->team, &n) < 0)
+		return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
+	if (n >= (int64_t)d->cfg.max_snapshots_per_team)
+		return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
+				    "team '%s' keeps %lld snapshots, the limit is %u", sb->team,
+				    (long long)n, d->cfg.max_snapshots_per_team);
+	int64_t bytes = 0;
+	if (store_snapshot_bytes(d->store, sb->team, &bytes) < 0)
+		return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
+	if ((uint64_t)bytes >= d->cfg.max_snapshot_disk_mib << 20)
+		return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
+				    "team '%s' keeps %lld MiB of snapshots, the limit is %llu MiB "
+				    "(--max-snapshot-disk-per-team): delete some first",
+				    sb->team, (long long)(bytes >> 20),
+				    (unsigned long long)d->cfg.max_snapshot_disk_mib);
+	return 0;
+}
+
 /*
  * Capture sb (pinned and running) as cr says; *row gets the ready row.
  * Called with sb->life held.
  */
+/* A team's limits are checked and its pending row inserted under this
+ * lock: captures of two sandboxes of one team at once (each under its own
+ * `life` lock) would both pass the check. */
+static pthread_mutex_t quota_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct snapshot_row *row,
 			  struct sbx_err *err)
 {
@@ -96,24 +127,6 @@ static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct s
 	char msg[400], base[STORE_ID_MAX], dir[PATH_MAX];
 	snprintf(base, sizeof(base), "%s", sb->snapshot);
 	memset(row, 0, sizeof(*row));
-	if (!strcmp(cr->kind, "user")) {
-		int64_t n = 0;
-		if (store_snapshot_count(d->store, sb->team, &n) < 0)
-			return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
-		if (n >= (int64_t)d->cfg.max_snapshots_per_team)
-			return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
-					    "team '%s' keeps %lld snapshots, the limit is %u", sb->team,
-					    (long long)n, d->cfg.max_snapshots_per_team);
-		int64_t bytes = 0;
-		if (store_snapshot_bytes(d->store, sb->team, &bytes) < 0)
-			return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
-		if ((uint64_t)bytes >= d->cfg.max_snapshot_disk_mib << 20)
-			return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
-					    "team '%s' keeps %lld MiB of snapshots, the limit is %llu MiB "
-					    "(--max-snapshot-disk-per-team): delete some first",
-					    sb->team, (long long)(bytes >> 20),
-					    (unsigned long long)d->cfg.max_snapshot_disk_mib);
-	}
 	struct tpl *t = NULL;
 	struct snap *bs = NULL;
 	int r = templates_get(d->templates, sb->template_name, &t, msg, sizeof(msg));
@@ -132,8 +145,16 @@ static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct s
 		}
 		templates_put(bt);
 	}
-	if ((r = insert_pending(sb->reg, sb, cr, base, row)) < 0 ||
-	    (r = snaps_dir(d->snaps, row->id, dir)) < 0) {
+	pthread_mutex_lock(&quota_lock);
+	int over = quota_check(sb, cr, err);
+	if (over == 0)
+		r = insert_pending(sb->reg, sb, cr, base, row);
+	pthread_mutex_unlock(&quota_lock);
+	if (over < 0) { /* err says which limit */
+		snaps_put(bs, t);
+		return over;
+	}
+	if (r < 0 || (r = snaps_dir(d->snaps, row->id, dir)) < 0) {
 		snapshot_row_clear(row);
 		snaps_put(bs, t);
 		if (r == -ENOSPC)

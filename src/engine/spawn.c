@@ -602,7 +602,20 @@ int spawn_exit_status(const char *run_dir, int timeout_ms, char *buf, size_t buf
 	}
 }
 
-int spawn_log_tail(const char *run_dir, const char *name, char *buf, size_t buflen)
+/* 1 when line (len bytes) contains one of skip's phrases. */
+static int skipped(const char *line, size_t len, const char *const *skip)
+{
+	for (; skip && *skip; skip++) {
+		size_t k = strlen(*skip);
+		for (size_t i = 0; k && i + k <= len; i++)
+			if (!memcmp(line + i, *skip, k))
+				return 1;
+	}
+	return 0;
+}
+
+int spawn_log_tail(const char *run_dir, const char *name, const char *const *skip, char *buf,
+		   size_t buflen)
 {
 	char path[PATH_MAX], tail[4097];
 	if (buflen == 0)
@@ -625,14 +638,22 @@ int spawn_log_tail(const char *run_dir, const char *name, char *buf, size_t bufl
 	if (n < 0)
 		return -EIO;
 	tail[n] = '\0';
-	/* Drop trailing blank lines, then take the last line. */
-	while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' '))
-		tail[--n] = '\0';
-	if (n == 0)
-		return -ENODATA;
-	char *start = tail + n;
-	while (start > tail && start[-1] != '\n')
-		start--;
+	/* Drop trailing blank lines, then take the last line that is not
+	 * one to skip. */
+	char *start;
+	for (;;) {
+		while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' '))
+			tail[--n] = '\0';
+		if (n == 0)
+			return -ENODATA;
+		start = tail + n;
+		while (start > tail && start[-1] != '\n')
+			start--;
+		if (!skipped(start, (size_t)(tail + n - start), skip))
+			break;
+		n = start - tail;
+		tail[n] = '\0';
+	}
 	size_t o = 0;
 	for (char *p = start; *p && o + 1 < buflen; p++)
 		buf[o++] = ((unsigned char)*p < 0x20 || *p == 0x7f) ? ' ' : *p;

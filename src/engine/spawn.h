@@ -93,9 +93,11 @@ int spawn_exit_status(const char *run_dir, int timeout_ms, char *buf, size_t buf
 
 /*
  * spawn_log_tail - the last non-empty line of <run>/<name> (at most the
- * last 4 KiB are read) into buf, control characters replaced.
- * Returns 0, -ENOENT, -ENODATA (empty log).
+ * last 4 KiB are read) that contains none of skip's phrases (a
+ * NULL-terminated array, or NULL), into buf, control characters replaced.
+ * Returns 0, -ENOENT, -ENODATA (empty log, or only lines to skip).
  */
-int spawn_log_tail(const char *run_dir, const char *name, char *buf, size_t buflen);
+int spawn_log_tail(const char *run_dir, const char *name, const char *const *skip, char *buf,
+		   size_t buflen);
 
 #endif

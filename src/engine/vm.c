@@ -165,6 +165,16 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	}
 	char status[32] = "";
 	vm_status(v, status, sizeof(status));
+	/* Stopped ("paused") by a capture whose daemon died before its cont:
+	 * no sandbox is left stopped on purpose (a pause ends QEMU), so it
+	 * runs again; its capture was abandoned (the daemon removes it). */
+	if (!strcmp(status, "paused")) {
+		r = qmp_call(v->qmp, "cont", NULL, vm_left_ms(deadline), NULL);
+		log_kv(r < 0 ? LOG_WARN : LOG_INFO, "vm.adopt_continued", "pid=%d err=%d",
+		       (int)v->pid, r);
+		if (r == 0)
+			vm_status(v, status, sizeof(status));
+	}
 	if (!strcmp(status, "running")) {
 		if ((r = vm_agent_reconnect(v, vm_left_ms(deadline))) < 0) {
 			snprintf(err->msg, sizeof(err->msg), "its agent does not answer: %s",
@@ -221,7 +231,7 @@ const char *vm_exit_reason(struct vm *v)
 	spawn_exit_status(v->run_dir, 1000, st, sizeof(st));
 	/* QEMU's own messages only: the serial console is written by the
 	 * guest, which must not get to word the host's reason. */
-	spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
+	spawn_log_tail(v->run_dir, "qemu.log", vm_qemu_log_noise, qlog, sizeof(qlog));
 	/* QEMU runs with -no-reboot and the guest kernel with panic=-1
 	 * reboot=t: a clean exit nobody asked for is the guest going down */
 	if (!qlog[0] && strcmp(st, "exited 0") == 0)

@@ -57,9 +57,10 @@ int vm_restore(const struct template *t, const char *run_dir,
 /*
  * vm_adopt - find the QEMU of run_dir again (after a daemon restart): read
  * vm.json and qemu.pid, check the process is alive and is that QEMU
- * (/proc/<pid>/cmdline names run_dir), reconnect QMP and the agent.
- * Returns 0 with *out, -ESRCH (the process is gone), -ENOENT (no vm.json),
- * -EIO (sockets do not answer).
+ * (/proc/<pid>/cmdline names run_dir), reconnect QMP and the agent.  A
+ * QEMU left stopped (a capture the dead process never finished) is
+ * continued first.  Returns 0 with *out, -ESRCH (the process is gone),
+ * -ENOENT (no vm.json), -EIO (sockets do not answer).
  */
 int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err *err);
 

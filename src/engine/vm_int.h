@@ -153,6 +153,11 @@ unsigned long long vm_proc_start_ticks(pid_t pid);
  * 1 if it exited, 0 if not. */
 int vm_wait_exit(struct vm *v, int timeout_ms);
 
+/* What QEMU writes to its log on every restore from a snapshot (the
+ * device state has no vmdescription section): never the reason it ended.
+ * A NULL-terminated list for spawn_log_tail. */
+extern const char *const vm_qemu_log_noise[];
+
 /* vm_fail_msg - fill err with what, QEMU's exit reason if it died, and the
  * last lines of its logs. */
 void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code);

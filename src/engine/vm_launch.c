@@ -93,6 +93,8 @@ int vm_wait_exit(struct vm *v, int timeout_ms)
 	}
 }
 
+const char *const vm_qemu_log_noise[] = {"Expected vmdescription section", NULL};
+
 void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
 {
 	char st[96] = "", qlog[160] = "", con[160] = "";
@@ -101,8 +103,8 @@ void vm_fail_msg(struct vm *v, struct vm_err *err, const char *what, int code)
 	if (v && vm_wait_exit(v, 0))
 		spawn_exit_status(v->run_dir, 200, st, sizeof(st));
 	if (v) {
-		spawn_log_tail(v->run_dir, "qemu.log", qlog, sizeof(qlog));
-		spawn_log_tail(v->run_dir, "console.log", con, sizeof(con));
+		spawn_log_tail(v->run_dir, "qemu.log", vm_qemu_log_noise, qlog, sizeof(qlog));
+		spawn_log_tail(v->run_dir, "console.log", NULL, con, sizeof(con));
 	}
 	/* The caller's users see what failed and how QEMU ended; QEMU's own
 	 * words (paths of this host) and the guest's console go to the log. */

@@ -1,15 +1,19 @@
 """Snapshots, forks, pause and resume on real VMs (docs/api.md, "Snapshots,
 forks, pause and resume"; docs/snapshots.md): a warmed code context forked
 four times, a chain of forks with its middle deleted, a pause that outlives
-a SIGKILLed daemon, a TTL that pauses (on_timeout "pause"), and the refusals (stopped sandbox, bad counts, another
+a SIGKILLed daemon, a capture cut by one, a TTL that pauses (on_timeout
+"pause"), and the refusals (stopped sandbox, bad counts, another
 team's snapshot, a snapshot a paused sandbox needs, a full host disk).
 """
 import datetime
+import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -255,6 +259,63 @@ def test_pause_survives_a_killed_daemon(daemon_factory, template):
     assert r.status == 200 and r.json()["id"] == sid, r
     assert run(d, sid, cid, "print(value, arr.sum())") == "still here 45\n"
     assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+
+
+def qmp_status(data_dir, sid):
+    """QEMU's run state asked through its own monitor socket (free once the
+    daemon that held it is gone)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(5)
+        s.connect(f"{data_dir}/sandboxes/{sid}/jail/qmp.sock")
+        f = s.makefile("rwb")
+        f.readline()  # greeting
+        for cmd in (b'{"execute":"qmp_capabilities"}\n', b'{"execute":"query-status"}\n'):
+            f.write(cmd)
+            f.flush()
+            while True:
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    break
+        return msg["return"]["status"]
+
+
+def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factory, template):
+    """A daemon SIGKILLed while a capture has the guest stopped: the next
+    daemon adopts the sandbox running again (QEMU continued), not a frozen
+    VM that reads "running" and answers nothing."""
+    d = daemon_factory("cut", ["--pool-size", "0"])
+    caught = None
+    for delay in (0.25, 0.15, 0.4, 0.1, 0.6, 0.2):
+        sid = create_sandbox(d, template, ttl_seconds=900)["id"]
+        # Memory to copy, so the capture keeps the guest stopped a while.
+        r = exec_cmd(d, sid, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=200 2>&1")
+        assert r["exit_code"] == 0, r
+        def snapshot(sid=sid):
+            try:
+                d.request("POST", f"/v1/sandboxes/{sid}/snapshots", {})
+            except OSError:
+                pass  # the daemon is killed under it
+
+        t = threading.Thread(target=snapshot, daemon=True)
+        t.start()
+        time.sleep(delay)
+        d.stop(signal.SIGKILL)
+        t.join(30)
+        # Positive control: the kill must have come while the guest was stopped.
+        if qmp_status(d.data_dir, sid) == "paused":
+            caught = sid
+            break
+        d.start()
+        assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+    assert caught, "no kill landed during a capture"
+    d.start()
+    assert d.request("GET", f"/v1/sandboxes/{caught}").json()["status"] == "running"
+    # A frozen guest answers no exec (the old daemon's 502 after 5 s).
+    r = exec_cmd(d, caught, "echo alive")
+    assert r["exit_code"] == 0 and r["stdout"] == "alive\n", r
+    r = d.request("POST", f"/v1/sandboxes/{caught}/snapshots", {})
+    assert r.status == 201, r
+    assert d.request("DELETE", f"/v1/sandboxes/{caught}").status == 204
 
 
 def test_ttl_with_on_timeout_pause_pauses_and_resumes(snap_daemon):

@@ -89,8 +89,36 @@ static void test_detached_with_logs_and_exit(void **state)
 	free(con);
 	free(log);
 	char tail[64];
-	assert_int_equal(spawn_log_tail(dir, "qemu.log", tail, sizeof(tail)), 0);
+	assert_int_equal(spawn_log_tail(dir, "qemu.log", NULL, tail, sizeof(tail)), 0);
 	assert_string_equal(tail, "problem");
+}
+
+/* A known harmless last line is passed over for the one before it; a log
+ * of nothing else reads as empty. */
+static void test_log_tail_skips_noise(void **state)
+{
+	(void)state;
+	char path[PATH_MAX + 32], tail[128];
+	snprintf(path, sizeof(path), "%s/noisy.log", dir);
+	const char *text = "first\nthe real reason\n\nqemu: Expected vmdescription section, "
+			   "but got 0\n  \n";
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	const char *const skip[] = {"Expected vmdescription section", NULL};
+	/* Positive control: without the list, the noise is the last line. */
+	assert_int_equal(spawn_log_tail(dir, "noisy.log", NULL, tail, sizeof(tail)), 0);
+	assert_non_null(strstr(tail, "vmdescription"));
+	assert_int_equal(spawn_log_tail(dir, "noisy.log", skip, tail, sizeof(tail)), 0);
+	assert_string_equal(tail, "the real reason");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("Expected vmdescription section\n", f);
+	fclose(f);
+	assert_int_equal(spawn_log_tail(dir, "noisy.log", skip, tail, sizeof(tail)), -ENODATA);
+	assert_string_equal(tail, "");
+	unlink(path);
 }
 
 static void test_logs_are_capped(void **state)
@@ -112,7 +140,7 @@ static void test_logs_are_capped(void **state)
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(sb.st_size >= 65536 && sb.st_size < 65536 + 100);
 	char tail[64];
-	assert_int_equal(spawn_log_tail(dir, "console.log", tail, sizeof(tail)), 0);
+	assert_int_equal(spawn_log_tail(dir, "console.log", NULL, tail, sizeof(tail)), 0);
 	assert_non_null(strstr(tail, "log truncated"));
 }
 
@@ -314,6 +342,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detached_with_logs_and_exit),
 		cmocka_unit_test(test_logs_are_capped),
+		cmocka_unit_test(test_log_tail_skips_noise),
 		cmocka_unit_test(test_killed_by_signal),
 		cmocka_unit_test(test_exec_failure_reported),
 		cmocka_unit_test(test_environment_is_empty),
