@@ -142,6 +142,12 @@ static int write_proc(const char *path, const char *v)
 	return e;
 }
 
+/* libnftables keeps process-wide state (its cache of interfaces, filled
+ * over netlink in the namespace of whichever thread asked first): loads
+ * from threads in different namespaces at once saw "Interface does not
+ * exist" for lo.  One load at a time. */
+static pthread_mutex_t nft_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int load_rules(char *err, size_t errlen)
 {
 	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
@@ -187,7 +193,9 @@ static void *rules_main(void *arg)
 		return NULL;
 	}
 	close_range(3, RULES_LOW_FDS - 1, 0);
+	pthread_mutex_lock(&nft_lock);
 	j->r = load_rules(j->err, j->errlen);
+	pthread_mutex_unlock(&nft_lock);
 	return NULL;
 }
 
