@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 		return fail("registry", e, NULL);
 	if ((e = sandboxes_adopt(d.sandboxes)) < 0)
 		return fail("adopt", e, NULL);
-	if ((e = snaps_recover(d.snaps)) < 0)
+	if ((e = sandboxes_settle_captures(d.sandboxes)) < 0 || (e = snaps_recover(d.snaps)) < 0)
 		return fail("snapshots", e, NULL);
 	struct monitor *mon;
 	if ((e = monitor_start(&d, &mon)) < 0)

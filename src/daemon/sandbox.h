@@ -260,4 +260,13 @@ int sbx_end_async(struct sbx *sb, const char *status, const char *reason);
  */
 int sandboxes_adopt(struct sandboxes *reg);
 
+/*
+ * sandboxes_settle_captures - after sandboxes_adopt, before snaps_recover:
+ * for each capture a crash cut short whose sandbox was adopted running,
+ * finish the snapshot folder its disk may already sit on
+ * (vm_snapshot_settle), so that snaps_recover keeps it and the sandbox can
+ * be captured again.  Returns 0 or -EIO (the store failed).
+ */
+int sandboxes_settle_captures(struct sandboxes *reg);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * sandbox_adopt.c - start-up: take over the sandboxes a previous daemon left
  * running, mark the ones whose QEMU is gone, and clear leftovers (see
- * sandboxes_adopt in sandbox.h).
+ * sandboxes_adopt in sandbox.h); settle the captures it left half done
+ * (sandboxes_settle_captures).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,8 @@
 #include "daemon/net.h"
 #include "daemon/sandbox.h"
 #include "daemon/sandbox_int.h"
+#include "daemon/snapshots.h"
+#include "engine/snapshot.h"
 
 /* Bound on re-attaching to one VM's QMP and agent sockets, ms. */
 #define ADOPT_TIMEOUT_MS 10000
@@ -181,5 +184,36 @@ int sandboxes_adopt(struct sandboxes *reg)
 	sandbox_rows_free(rows, n);
 	sweep(reg);
 	sbx__wake(reg);
+	return 0;
+}
+
+int sandboxes_settle_captures(struct sandboxes *reg)
+{
+	struct daemon *d = reg->d;
+	struct snapshot_row *rows = NULL;
+	size_t n = 0;
+	if (store_snapshot_list(d->store, NULL, NULL, "pending", &rows, &n) < 0)
+		return -EIO;
+	for (size_t i = 0; i < n; i++) {
+		struct sbx *sb = NULL;
+		char dir[PATH_MAX];
+		if (sbx_acquire_any(reg, rows[i].sandbox_id, &sb) < 0)
+			continue; /* its sandbox is gone: snaps_recover decides */
+		int r = snaps_dir(d->snaps, rows[i].id, dir);
+		struct vm_err err = {{0}};
+		if (r == 0 && sbx__pin(sb) == 0) {
+			pthread_mutex_lock(&sb->life);
+			r = vm_snapshot_settle(sb->vm, dir, &err);
+			pthread_mutex_unlock(&sb->life);
+			sbx__unpin(sb);
+		}
+		char q[300];
+		log_kv(r < 0 ? LOG_WARN : LOG_INFO, "snapshot.settled",
+		       "id=%s sandbox=%s needed=%d err=%d msg=%s", rows[i].id, sb->id, r > 0,
+		       r < 0 ? r : 0,
+		       log_quote(err.msg, q, sizeof(q)));
+		sbx_release(sb);
+	}
+	snapshot_rows_free(rows, n);
 	return 0;
 }

@@ -106,6 +106,21 @@ static int load_json(const char *dir, struct snapshot *s, char *err, size_t errl
 	return 0;
 }
 
+int snap_read_json(const char *dir, char *key, size_t keylen, uint64_t *ram_bytes)
+{
+	struct snapshot *s = calloc(1, sizeof(*s));
+	char err[64];
+	if (!s)
+		return -ENOMEM;
+	int r = load_json(dir, s, err, sizeof(err));
+	if (r == 0) {
+		snprintf(key, keylen, "%s", s->key);
+		*ram_bytes = s->ram_bytes;
+	}
+	free(s);
+	return r;
+}
+
 int snapshot_read_parent_key(const char *dir, char *out, size_t outlen)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
@@ -170,7 +185,7 @@ int snapshot_open(const char *dir, const struct template *t, const struct snapsh
 	if (access(s->seed, R_OK) != 0)
 		s->seed[0] = '\0';
 	s->mem_file = open(s->memory, O_RDONLY | O_CLOEXEC);
-	if (s->mem_file < 0 || access(s->state, R_OK) != 0) {
+	if (s->mem_file < 0) {
 		r = -errno;
 		snprintf(err, errlen, "the snapshot's files: %s", strerror(-r));
 		goto fail;
@@ -178,6 +193,12 @@ int snapshot_open(const char *dir, const struct template *t, const struct snapsh
 	if ((r = snap_level_load(s)) < 0) {
 		snprintf(err, errlen, "the snapshot's memory file: %s",
 			 r == -EINVAL ? "not valid" : strerror(-r));
+		goto fail;
+	}
+	/* An incomplete level is never restored: it may lack its state. */
+	if (!s->incomplete && access(s->state, R_OK) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "the snapshot's files: %s", strerror(-r));
 		goto fail;
 	}
 	if ((r = qcow2_backing_chain(s->disk, s->disk_chain)) < 0) {
@@ -303,6 +324,11 @@ int vm_restore_snapshot(const struct template *t, const struct snapshot *s, cons
 	err->msg[0] = '\0';
 	if (strcmp(s->template_key, t->bake_id) != 0) {
 		snprintf(err->msg, sizeof(err->msg), "the snapshot is not of this template's bake");
+		return -ESTALE;
+	}
+	if (s->incomplete) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "the snapshot is what a crash left of a capture: it cannot be restored");
 		return -ESTALE;
 	}
 	/* The nearest level with a merged image maps it; levels above it

@@ -46,6 +46,7 @@
 #ifndef PANDASTACK_ENGINE_SNAPSHOT_H
 #define PANDASTACK_ENGINE_SNAPSHOT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,6 +102,20 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 		struct vm_err *err);
 
 /*
+ * vm_snapshot_settle - after a restart, the capture of v into dir that a
+ * crash cut short (its row still pending; v adopted, vm_adopt): if v's
+ * disk was already swapped onto dir, finish dir's files so that v can be
+ * captured again: the frozen layer and the state moved in; the memory
+ * file kept when it was whole, else left empty and marked incomplete (the
+ * level then stands for its parent's RAM, a later capture of v uses it as
+ * its base, and vm_restore_snapshot refuses it with -ESTALE).  Returns 1
+ * (dir is needed: keep it), 0 (v does not sit on dir: remove it), or
+ * -errno with err->msg.  Uses v's QMP: no other lifecycle call on v
+ * meanwhile.
+ */
+int vm_snapshot_settle(struct vm *v, const char *dir, struct vm_err *err);
+
+/*
  * snapshot_open - load the snapshot in dir, taken from a clone of t, whose
  * parent is parent (the loaded snapshot its snapshot.json names, NULL when
  * it names none; borrowed: must outlive the result).  Checks the files,
@@ -141,7 +156,8 @@ int snapshot_size(const struct snapshot *s, uint64_t *bytes);
  * borrowed, may be NULL), with s's RAM, devices and disk.  Uses the
  * merged memfd when snapshot_memory_fd made one, else writes the pages of
  * s's chain into the new QEMU.  timeout_ms bounds the whole call.
- * Returns 0 with *out, or -errno with err->msg (nothing left running,
+ * Returns 0 with *out, or -errno with err->msg (-ESTALE: s is of another
+ * bake of t, or an incomplete level: vm_snapshot_settle; nothing left running,
  * run_dir removed).
  */
 int vm_restore_snapshot(const struct template *t, const struct snapshot *s, const char *run_dir,

@@ -240,8 +240,13 @@ static int prepare(struct capture *c, const struct template *t, const struct sna
 		return r;
 	}
 	c->mem_out = open(c->memory, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-	if (c->mem_out < 0) {
-		r = -errno;
+	/* A header marked incomplete until the pages' own replaces it: a
+	 * capture a crash cut short is never taken for a whole one
+	 * (vm_snapshot_settle). */
+	r = c->mem_out < 0 ? -errno
+			   : snap_mem_write_empty(c->mem_out, (uint64_t)t->spec.memory_mib << 20,
+						  SNAP_MEM_INCOMPLETE);
+	if (r < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot create the memory file: %s",
 			 strerror(-r));
 		return r;
@@ -348,28 +353,55 @@ static int find_old_overlay(const struct capture *c, char *out)
 	return found == 1 ? 0 : -ENOENT;
 }
 
-/* After cont: the frozen overlay and the state move into the snapshot. */
-static int finish(struct capture *c, const struct snapshot_opts *opts, struct snapshot_stats *st,
-		  struct vm_err *err)
+/* Once the disk was swapped: the frozen overlay moves into the snapshot
+ * as its disk.qcow2, the daemon's and read-only. */
+static int move_layer(struct capture *c, struct vm_err *err)
 {
-	char layer[PATH_MAX], old_host[PATH_MAX], state[PATH_MAX];
+	char layer[PATH_MAX], old_host[PATH_MAX];
 	int r;
 	if ((r = find_old_overlay(c, old_host)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "the VM's disk is not in its folder");
 		return -EIO;
 	}
-	if ((r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
-	    (r = engine_path_join(state, c->dir, "state")) < 0)
+	if ((r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0)
 		return r;
-	if (rename(old_host, layer) < 0 || rename(c->state_host, state) < 0) {
+	if (rename(old_host, layer) < 0) {
 		r = -errno;
 		snprintf(err->msg, sizeof(err->msg), "cannot move the frozen layer: %s", strerror(-r));
 		return r;
 	}
-	if ((r = freeze_file(layer)) < 0 || (r = freeze_file(state)) < 0) {
+	if ((r = freeze_file(layer)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot freeze the layer: %s", strerror(-r));
 		return r;
 	}
+	return 0;
+}
+
+/* The state file moves into the snapshot. */
+static int move_state(struct capture *c, char *state, struct vm_err *err)
+{
+	int r = engine_path_join(state, c->dir, "state");
+	if (r == 0 && rename(c->state_host, state) < 0)
+		r = -errno;
+	if (r == 0)
+		r = freeze_file(state);
+	if (r < 0)
+		snprintf(err->msg, sizeof(err->msg), "cannot move the device state: %s",
+			 strerror(-r));
+	return r;
+}
+
+/* After cont: the frozen overlay and the state move into the snapshot. */
+static int finish(struct capture *c, const struct snapshot_opts *opts, struct snapshot_stats *st,
+		  struct vm_err *err)
+{
+	char layer[PATH_MAX], state[PATH_MAX];
+	int r;
+	if ((r = move_layer(c, err)) < 0)
+		return r;
+	if ((r = engine_path_join(layer, c->dir, "disk.qcow2")) < 0 ||
+	    (r = move_state(c, state, err)) < 0)
+		return r;
 	if (opts && opts->sync && (r = sync_snapshot(c->mem_out, state, layer, c->dir)) < 0) {
 		snprintf(err->msg, sizeof(err->msg), "cannot sync the snapshot: %s", strerror(-r));
 		return r;
@@ -496,4 +528,103 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	       st->cont_us / 1e3, st->finish_us / 1e3, st->private_pages * 4096.0 / 1048576.0,
 	       st->stored_pages * 4096.0 / 1048576.0);
 	return r;
+}
+
+/* The file of the active disk node's backing (query-block
+ * inserted.image.backing-image.filename), into out. */
+static int active_backing_file(struct vm *v, char *out, size_t outlen)
+{
+	json_t *ret = NULL;
+	int r = qmp_call(v->qmp, "query-block", NULL, QMP_STEP_MS, &ret);
+	if (r < 0)
+		return r;
+	r = -ENODEV;
+	size_t i;
+	json_t *dev;
+	json_array_foreach(ret, i, dev) {
+		json_t *img = json_object_get(json_object_get(dev, "inserted"), "image");
+		const char *f = json_string_value(
+			json_object_get(json_object_get(img, "backing-image"), "filename"));
+		if (!f)
+			continue;
+		r = snprintf(out, outlen, "%s", f) >= (int)outlen ? -ENAMETOOLONG : 0;
+		break;
+	}
+	json_decref(ret);
+	return r;
+}
+
+/* 1 when the memory file at path is a whole level (valid, not incomplete). */
+static int memory_whole(const char *path, uint64_t ram_bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct snapshot *s = calloc(1, sizeof(*s));
+	int whole = 0;
+	if (s) {
+		s->mem_file = fd;
+		s->ram_bytes = ram_bytes;
+		whole = snap_level_load(s) == 0 && !s->incomplete;
+		snap_level_free(s);
+		free(s);
+	}
+	close(fd);
+	return whole;
+}
+
+int vm_snapshot_settle(struct vm *v, const char *dir, struct vm_err *err)
+{
+	char key[SNAPSHOT_KEY_HEX + 1], hex[16], node[40], name[64], path[PATH_MAX];
+	char layer[PATH_MAX], state[PATH_MAX], memory[PATH_MAX];
+	uint64_t ram = 0;
+	err->msg[0] = '\0';
+	int r = snap_read_json(dir, key, sizeof(key), &ram);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "its snapshot.json: %s", strerror(-r));
+		return r;
+	}
+	snprintf(hex, sizeof(hex), "%.8s", key);
+	snprintf(node, sizeof(node), "d%s", hex);
+	struct capture c = {.v = v, .dir = dir, .mem_out = -1};
+	if (!v->qmp || (r = query_active_disk(v, &c.cur)) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot query the VM's disk");
+		return r < 0 ? r : -ESRCH;
+	}
+	if (strcmp(c.cur.node, node) != 0)
+		return 0; /* the swap never happened: nothing sits on dir */
+	/* find_old_overlay looks for the old overlay's name in cur.file: after
+	 * the swap that is the new node's backing's file. */
+	if ((r = active_backing_file(v, c.cur.file, sizeof(c.cur.file))) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot query the VM's disk chain");
+		return r;
+	}
+	if ((r = engine_path_join(layer, dir, "disk.qcow2")) < 0 ||
+	    (r = engine_path_join(state, dir, "state")) < 0 ||
+	    (r = engine_path_join(memory, dir, "memory")) < 0)
+		return r;
+	snprintf(name, sizeof(name), "overlay-%s.qcow2", hex);
+	if ((r = host_view(v, name, c.new_host)) < 0)
+		return r;
+	/* The old overlay, now the new one's backing, into the snapshot. */
+	if (access(layer, F_OK) != 0 && (r = move_layer(&c, err)) < 0)
+		return r;
+	snprintf(name, sizeof(name), "state-%s.tmp", hex);
+	if (access(state, F_OK) != 0 && host_view(v, name, path) == 0 && access(path, F_OK) == 0) {
+		snprintf(c.state_host, sizeof(c.state_host), "%s", path);
+		if ((r = move_state(&c, path, err)) < 0)
+			return r;
+	}
+	/* Whole if the pages and the state were both done; else incomplete. */
+	if (access(state, F_OK) == 0 && memory_whole(memory, ram))
+		return 1;
+	int fd = open(memory, O_RDWR | O_CREAT | O_CLOEXEC, 0444);
+	r = fd < 0 ? -errno : snap_mem_write_empty(fd, ram, SNAP_MEM_INCOMPLETE);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		snprintf(err->msg, sizeof(err->msg), "cannot write its memory file: %s", strerror(-r));
+		return r;
+	}
+	return 1;
 }

@@ -37,7 +37,8 @@
  *   0   8 bytes  SNAP_MEM_MAGIC
  *   8   u64 LE   RAM size, bytes (a multiple of SNAP_PAGE)
  *   16  u64 LE   pages held (the bitmap's population count)
- *   24  40 bytes zero
+ *   24  1 byte   flags: SNAP_MEM_INCOMPLETE or 0
+ *   25  39 bytes zero
  *   64  u64 LE words: bit p of word p/64 set = page p is held
  *   data_off (the above rounded up to SNAP_PAGE): the pages
  * The file is outside input: snap_mem_check checks all of it but the
@@ -45,6 +46,13 @@
  */
 #define SNAP_MEM_MAGIC "PSMEM\0\0\1"
 #define SNAP_MEM_HDR 64u
+/* Not a whole capture: a capture's file until its pages are written, and
+ * what vm_snapshot_settle keeps of one a crash cut short after the disk
+ * was frozen.  Such a file holds no pages, so the level stands for its
+ * parent's RAM image (a later capture of the VM compares against that and
+ * stores what differs), and nothing may be restored from it: its device
+ * state, if any, is not of that RAM.  A flatten keeps the flag. */
+#define SNAP_MEM_INCOMPLETE 1u
 
 /* snap_mem_data_off - where the pages start in a memory file for
  * ram_bytes of RAM. */
@@ -52,12 +60,20 @@ uint64_t snap_mem_data_off(uint64_t ram_bytes);
 
 /*
  * snap_mem_check - check the first len bytes of a memory file of
- * file_size bytes against ram_bytes: magic, size, bitmap (len must cover
- * it: snap_mem_data_off bytes) and page count.  0 with *npages, or
- * -EINVAL.  Pure.
+ * file_size bytes against ram_bytes: magic, size, flags, bitmap (len must
+ * cover it: snap_mem_data_off bytes) and page count.  0 with *npages and
+ * *flags, or -EINVAL.  Pure.
  */
 int snap_mem_check(const uint8_t *head, size_t len, uint64_t file_size, uint64_t ram_bytes,
-		   uint64_t *npages);
+		   uint64_t *npages, unsigned *flags);
+
+/*
+ * snap_mem_write_empty - make fd a memory file for ram_bytes that holds no
+ * page, with flags (0 or SNAP_MEM_INCOMPLETE): truncated to its header,
+ * which is written in place (a file whose header was written before needs
+ * no new block, so this works on a full disk).  0 or -errno.
+ */
+int snap_mem_write_empty(int fd, uint64_t ram_bytes, unsigned flags);
 
 struct snapshot {
 	char dir[PATH_MAX];
@@ -79,12 +95,17 @@ struct snapshot {
 	uint64_t *present;                      /* the bitmap */
 	uint32_t *rank;                         /* pages held before each bitmap word */
 	uint64_t npages;                        /* pages held */
+	int incomplete;                         /* SNAP_MEM_INCOMPLETE: never restored */
 	const unsigned char *data;              /* the pages, mapped read-only (NULL: none) */
 	/* The merged image (snapshot_memory_fd): */
 	pthread_mutex_t mem_lock;               /* guards making it */
 	int mem_fd;                             /* the sealed memfd, or -1 */
 	const unsigned char *merged;            /* its read-only mapping, or NULL */
 };
+
+/* snap_read_json - dir/snapshot.json's key (into key, keylen bytes) and
+ * RAM size.  0 or -errno (-EINVAL: bad fields). */
+int snap_read_json(const char *dir, char *key, size_t keylen, uint64_t *ram_bytes);
 
 /*
  * snap_level_load - read s->mem_file (s->ram_bytes set): check it, load
@@ -154,8 +175,8 @@ void snap_lay_chain(const struct snapshot *s, unsigned char *ram, uint64_t *copi
 
 /*
  * snap_write_union - write into out_fd (a new file) a memory file holding
- * every page of s's chain (the nearest level's), so s needs no ancestor.
- * 0 or -errno.
+ * every page of s's chain (the nearest level's), so s needs no ancestor;
+ * an incomplete s stays incomplete.  0 or -errno.
  */
 int snap_write_union(const struct snapshot *s, int out_fd);
 

@@ -75,7 +75,7 @@ uint64_t snap_mem_data_off(uint64_t ram_bytes)
 }
 
 int snap_mem_check(const uint8_t *head, size_t len, uint64_t file_size, uint64_t ram_bytes,
-		   uint64_t *npages)
+		   uint64_t *npages, unsigned *flags)
 {
 	if (ram_bytes == 0 || ram_bytes % SNAP_PAGE || ram_bytes > RAM_MAX)
 		return -EINVAL;
@@ -83,11 +83,11 @@ int snap_mem_check(const uint8_t *head, size_t len, uint64_t file_size, uint64_t
 	uint64_t words = (pages + 63) / 64;
 	if (len < off || memcmp(head, SNAP_MEM_MAGIC, 8) != 0 || le64(head + 8) != ram_bytes)
 		return -EINVAL;
-	for (size_t i = 24; i < SNAP_MEM_HDR; i++)
+	for (size_t i = 25; i < SNAP_MEM_HDR; i++)
 		if (head[i])
 			return -EINVAL;
 	uint64_t n = le64(head + 16), count = 0;
-	if (n > pages)
+	if (n > pages || head[24] > SNAP_MEM_INCOMPLETE)
 		return -EINVAL;
 	for (uint64_t w = 0; w < words; w++) {
 		uint64_t v = le64(head + SNAP_MEM_HDR + w * 8);
@@ -98,6 +98,7 @@ int snap_mem_check(const uint8_t *head, size_t len, uint64_t file_size, uint64_t
 	if (count != n || file_size != off + n * SNAP_PAGE)
 		return -EINVAL;
 	*npages = n;
+	*flags = head[24];
 	return 0;
 }
 
@@ -112,9 +113,11 @@ int snap_level_load(struct snapshot *s)
 	if (!head)
 		return -ENOMEM;
 	ssize_t got = pread(s->mem_file, head, off, 0);
+	unsigned flags = 0;
 	int r = got == (ssize_t)off ? snap_mem_check(head, off, (uint64_t)st.st_size, s->ram_bytes,
-						   &s->npages)
+						   &s->npages, &flags)
 				    : (got < 0 ? -errno : -EINVAL);
+	s->incomplete = (flags & SNAP_MEM_INCOMPLETE) != 0;
 	if (r == 0) {
 		s->present = malloc(words * sizeof(uint64_t));
 		s->rank = malloc(words * sizeof(uint32_t));
@@ -242,8 +245,10 @@ static int pwritev_full(int fd, struct iovec *iov, int n, uint64_t off)
 	return 0;
 }
 
-/* Header and bitmap of a memory file, written at offset 0. */
-static int write_head(int fd, uint64_t ram_bytes, uint64_t npages, const uint64_t *bits)
+/* Header and bitmap of a memory file (bits NULL: no page), written at
+ * offset 0. */
+static int write_head(int fd, uint64_t ram_bytes, uint64_t npages, const uint64_t *bits,
+		      unsigned flags)
 {
 	uint64_t off = snap_mem_data_off(ram_bytes), words = (ram_bytes / SNAP_PAGE + 63) / 64;
 	uint8_t *head = calloc(1, off);
@@ -252,12 +257,20 @@ static int write_head(int fd, uint64_t ram_bytes, uint64_t npages, const uint64_
 	memcpy(head, SNAP_MEM_MAGIC, 8);
 	put_le64(head + 8, ram_bytes);
 	put_le64(head + 16, npages);
-	for (uint64_t w = 0; w < words; w++)
+	head[24] = (uint8_t)flags;
+	for (uint64_t w = 0; bits && w < words; w++)
 		put_le64(head + SNAP_MEM_HDR + w * 8, bits[w]);
 	struct iovec iov = {head, off};
 	int r = pwritev_full(fd, &iov, 1, 0);
 	free(head);
 	return r;
+}
+
+int snap_mem_write_empty(int fd, uint64_t ram_bytes, unsigned flags)
+{
+	if (ftruncate(fd, (off_t)snap_mem_data_off(ram_bytes)) < 0)
+		return -errno;
+	return write_head(fd, ram_bytes, 0, NULL, flags);
 }
 
 /* Pages of the data area queued for one pwritev. */
@@ -517,7 +530,7 @@ int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		st->read_us = rd->read_us;
 	}
 	if (r == 0)
-		r = write_head(out_fd, ram_bytes, st->stored_pages, kept);
+		r = write_head(out_fd, ram_bytes, st->stored_pages, kept, 0);
 	st->copy_us = util_now_us() - t1;
 	free(priv);
 	free(kept);
@@ -678,7 +691,8 @@ int snap_write_union(const struct snapshot *s, int out_fd)
 	if (r == 0)
 		r = out_flush(q);
 	if (r == 0)
-		r = write_head(out_fd, s->ram_bytes, count, all);
+		r = write_head(out_fd, s->ram_bytes, count, all,
+			       s->incomplete ? SNAP_MEM_INCOMPLETE : 0);
 	free(all);
 	free(q);
 	return r;

@@ -279,11 +279,28 @@ def qmp_status(data_dir, sid):
         return msg["return"]["status"]
 
 
-def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factory, template):
-    """A daemon SIGKILLed while a capture has the guest stopped: the next
-    daemon adopts the sandbox running again (QEMU continued), not a frozen
-    VM that reads "running" and answers nothing."""
-    d = daemon_factory("cut", ["--pool-size", "0"])
+def all_qemu_pids(data_dir):
+    """Every QEMU process of a daemon's data dir."""
+    out = []
+    for p in pathlib.Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and b"qemu-system" in (p / "cmdline").read_bytes() and \
+                    f"{data_dir}/sandboxes/".encode() in (p / "cmdline").read_bytes():
+                out.append(int(p.name))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("what", ["snapshots", "fork"])
+def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factory, template,
+                                                                    what):
+    """A daemon SIGKILLed while a capture (a snapshot, or a fork's, whose
+    QEMUs start during it) has the guest stopped: the next daemon adopts the
+    sandbox running again (QEMU continued), not a frozen VM that reads
+    "running" and answers nothing; what the capture left is settled, so the
+    sandbox is captured again; no fork's QEMU is left over."""
+    d = daemon_factory("cut-" + what, ["--pool-size", "0"])
     caught = None
     for delay in (0.25, 0.15, 0.4, 0.1, 0.6, 0.2):
         sid = create_sandbox(d, template, ttl_seconds=900)["id"]
@@ -292,7 +309,7 @@ def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factor
         assert r["exit_code"] == 0, r
         def snapshot(sid=sid):
             try:
-                d.request("POST", f"/v1/sandboxes/{sid}/snapshots", {})
+                d.request("POST", f"/v1/sandboxes/{sid}/{what}", {})
             except OSError:
                 pass  # the daemon is killed under it
 
@@ -313,9 +330,15 @@ def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factor
     # A frozen guest answers no exec (the old daemon's 502 after 5 s).
     r = exec_cmd(d, caught, "echo alive")
     assert r["exit_code"] == 0 and r["stdout"] == "alive\n", r
+    assert len(all_qemu_pids(d.data_dir)) == 1  # the source's alone
     r = d.request("POST", f"/v1/sandboxes/{caught}/snapshots", {})
     assert r.status == 201, r
-    assert d.request("DELETE", f"/v1/sandboxes/{caught}").status == 204
+    r = d.request("POST", f"/v1/sandboxes/{caught}/fork", {})
+    assert r.status == 201, r
+    f = r.json()["sandboxes"][0]["id"]
+    assert exec_cmd(d, f, "ls /dev/shm/fill")["exit_code"] == 0
+    for sid in (f, caught):
+        assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
 
 
 def test_ttl_with_on_timeout_pause_pauses_and_resumes(snap_daemon):
@@ -387,10 +410,22 @@ def test_full_host_disk_fails_the_capture_and_the_sandbox_runs_on(daemon_factory
             assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
             assert run(d, sid, cid, "print(big.sum())") == f"{float(8 << 20)}\n"
             assert d.request("GET", "/v1/snapshots").json()["snapshots"] == []
-            # With room again, the same capture works (the refusal was the disk's).
+            # A fork's capture freezes the disk first (its QEMUs start during
+            # the copy): its failure keeps the frozen layer the sandbox now
+            # sits on, and leaves no fork behind.
+            r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {"count": 2})
+            assert r.status == 507 and r.error_code() == "host_disk_full", r
+            assert run(d, sid, cid, "print(big.sum())") == f"{float(8 << 20)}\n"
+            assert len(d.request("GET", "/v1/sandboxes").json()["sandboxes"]) == 1
+            # With room again, the same captures work (the refusals were the disk's).
             filler.unlink()
             r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
             assert r.status == 201, r
+            r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {})
+            assert r.status == 201, r
+            f = r.json()["sandboxes"][0]["id"]
+            assert run(d, f, cid, "print(big.sum())") == f"{float(8 << 20)}\n"
+            d.request("DELETE", f"/v1/sandboxes/{f}")
             d.request("DELETE", f"/v1/sandboxes/{sid}")
         finally:
             d.stop()

@@ -237,6 +237,7 @@ static void test_capture_over_template_and_level(void **state)
 	struct snap_pages_stats st;
 	struct snapshot *l1 = load_level(capture(&ch, NULL, tpl, &st), NULL);
 	assert_level(&ch, l1, kept_phase1);
+	assert_int_equal(l1->incomplete, 0);
 	assert_int_equal(st.stored_pages, l1->npages);
 	assert_true(st.private_pages > st.stored_pages); /* pages 2 and 6 were compared */
 
@@ -283,11 +284,49 @@ static void test_capture_of_gone_process(void **state)
 	close(fd);
 }
 
+/* A memory file made empty and incomplete loads as such (no pages, never
+ * restored); a capture's own is whole; unknown flags are refused. */
+static void test_incomplete_memory_file(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test-snapshot-mem-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(snap_mem_write_empty(fd, RAM_BYTES, SNAP_MEM_INCOMPLETE), 0);
+	struct snapshot *s = load_level(fd, NULL);
+	assert_int_equal(s->npages, 0);
+	assert_int_equal(s->incomplete, 1);
+	snap_level_free(s);
+	free(s);
+	/* Past pages written beyond the header are cut off. */
+	unsigned char page[SNAP_PAGE] = {1};
+	assert_int_equal(pwrite(fd, page, sizeof(page), (off_t)snap_mem_data_off(RAM_BYTES)),
+			 SNAP_PAGE);
+	assert_int_equal(snap_mem_write_empty(fd, RAM_BYTES, 0), 0);
+	s = load_level(fd, NULL);
+	assert_int_equal(s->incomplete, 0);
+	snap_level_free(s);
+	free(s);
+	/* A flag this code does not know. */
+	unsigned char two = 2;
+	assert_int_equal(pwrite(fd, &two, 1, 24), 1);
+	struct snapshot *bad = calloc(1, sizeof(*bad));
+	assert_non_null(bad);
+	bad->mem_file = fd;
+	bad->ram_bytes = RAM_BYTES;
+	assert_int_equal(snap_level_load(bad), -EINVAL);
+	snap_level_free(bad);
+	free(bad);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_over_template_and_level),
 		cmocka_unit_test(test_capture_of_gone_process),
+		cmocka_unit_test(test_incomplete_memory_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
