@@ -90,7 +90,8 @@ static const struct opt opts[] = {
 	 F(max_snapshots_per_team), 1, 100000, "snapshots a team may keep (100)"},
 	{"--max-snapshot-disk-per-team", "PANDASTACK_MAX_SNAPSHOT_DISK_PER_TEAM", OPT_U64,
 	 F(max_snapshot_disk_mib), 1, 1ull << 30,
-	 "MiB of host disk a team's snapshots may hold before it takes another (20480)"},
+	 "MiB of host disk a team's captures (snapshots, forks', paused sandboxes) may hold before "
+	 "it takes another (20480)"},
 	{"--snapshot-max-depth", "PANDASTACK_SNAPSHOT_MAX_DEPTH", OPT_U64, F(snapshot_max_depth), 1,
 	 16, "snapshots of snapshots stacked before one is flattened in the background (4)"},
 	{"--snapshot-merge-after", "PANDASTACK_SNAPSHOT_MERGE_AFTER", OPT_U64,

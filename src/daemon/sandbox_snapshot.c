@@ -85,26 +85,29 @@ static int insert_pending(struct sandboxes *reg, struct sbx *sb, const struct ca
 	return store_snapshot_insert(reg->d->store, row);
 }
 
-/* The team's snapshot limits, for a user's capture: 0, or -EINVAL with
- * err (429).  Called with quota_lock held. */
+/* The team's capture limits: the count of its snapshots (a user's
+ * capture), the disk all its captures hold (every kind: a fork's and a
+ * pause's freeze the sandbox's disk layer and store its memory too).
+ * 0, or -EINVAL with err (429).  Called with quota_lock held. */
 static int quota_check(struct sbx *sb, const struct capture_req *cr, struct sbx_err *err)
 {
 	struct daemon *d = sb->reg->d;
-	if (strcmp(cr->kind, "user") != 0)
-		return 0;
 	int64_t n = 0;
-	if (store_snapshot_count(d->store, sb->team, &n) < 0)
-		return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
-	if (n >= (int64_t)d->cfg.max_snapshots_per_team)
-		return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
-				    "team '%s' keeps %lld snapshots, the limit is %u", sb->team,
-				    (long long)n, d->cfg.max_snapshots_per_team);
+	if (!strcmp(cr->kind, "user")) {
+		if (store_snapshot_count(d->store, sb->team, &n) < 0)
+			return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
+		if (n >= (int64_t)d->cfg.max_snapshots_per_team)
+			return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
+					    "team '%s' keeps %lld snapshots, the limit is %u",
+					    sb->team, (long long)n, d->cfg.max_snapshots_per_team);
+	}
 	int64_t bytes = 0;
 	if (store_snapshot_bytes(d->store, sb->team, &bytes) < 0)
 		return sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
 	if ((uint64_t)bytes >= d->cfg.max_snapshot_disk_mib << 20)
 		return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
-				    "team '%s' keeps %lld MiB of snapshots, the limit is %llu MiB "
+				    "team '%s' keeps %lld MiB in snapshots, forks' captures and "
+				    "paused sandboxes, the limit is %llu MiB "
 				    "(--max-snapshot-disk-per-team): delete some first",
 				    sb->team, (long long)(bytes >> 20),
 				    (unsigned long long)d->cfg.max_snapshot_disk_mib);

@@ -216,7 +216,8 @@ int store_snapshot_delete(struct store *s, const char *id);
 int store_snapshot_count(struct store *s, const char *team, int64_t *n);
 
 /* store_snapshot_bytes - the size_bytes of team's ready (and pending,
- * 0 until ready) user snapshots, summed into *bytes. */
+ * 0 until ready) captures of every kind (snapshots, forks' captures,
+ * paused sandboxes), summed into *bytes. */
 int store_snapshot_bytes(struct store *s, const char *team, int64_t *bytes);
 
 /*

@@ -220,7 +220,9 @@ def test_snapshot_create_from_it_and_refusals(snap_daemon):
 
 def test_snapshot_disk_per_team_is_capped(daemon_factory, template):
     """--max-snapshot-disk-per-team 1 (MiB): the first snapshot is taken
-    (the team held nothing), the next is refused while it is kept, and is
+    (the team held nothing), the next is refused while it is kept, and so are
+    a fork and a pause (their captures hold disk too: a sandbox forked again
+    and again kept a frozen disk layer per fork, counted nowhere); all are
     taken again once it is deleted (the control: the refusal is the cap)."""
     d = daemon_factory("snapquota", ["--pool-size", "0", "--max-snapshot-disk-per-team", "1"])
     sid = create_sandbox(d, template, ttl_seconds=600)["id"]
@@ -233,10 +235,18 @@ def test_snapshot_disk_per_team_is_capped(daemon_factory, template):
         r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
         assert r.status == 429 and r.error_code() == "too_many_snapshots", r
         assert "--max-snapshot-disk-per-team" in r.json()["error"]["message"], r
+        for what in ("fork", "pause"):
+            r = d.request("POST", f"/v1/sandboxes/{sid}/{what}", {})
+            assert r.status == 429 and r.error_code() == "too_many_snapshots", (what, r)
+        assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
+        assert len(d.request("GET", "/v1/sandboxes").json()["sandboxes"]) == 1
         assert d.request("DELETE", f"/v1/snapshots/{first}").status == 204
         r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
         assert r.status == 201, r
         assert d.request("DELETE", f"/v1/snapshots/{r.json()['id']}").status == 204
+        r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {})
+        assert r.status == 201, r
+        assert d.request("DELETE", f"/v1/sandboxes/{r.json()['sandboxes'][0]['id']}").status == 204
     finally:
         d.request("DELETE", f"/v1/sandboxes/{sid}")
 
