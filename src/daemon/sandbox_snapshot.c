@@ -51,7 +51,7 @@ static int capture_err(struct sbx_err *err, int r, const struct sbx *sb, const c
 				    msg);
 	if (r == -ESRCH)
 		return sbx__set_err(err, API_ERR_SANDBOX_NOT_RUNNING,
-				    "sandbox %s stopped during the snapshot", sb->id);
+				    "sandbox %s stopped or was paused during the snapshot", sb->id);
 	return sbx__set_err(err, API_ERR_SNAPSHOT_FAILED, "the snapshot of %s failed: %s", sb->id,
 			    msg);
 }
