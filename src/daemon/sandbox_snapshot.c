@@ -114,15 +114,15 @@ static int quota_check(struct sbx *sb, const struct capture_req *cr, struct sbx_
 	return 0;
 }
 
-/*
- * Capture sb (pinned and running) as cr says; *row gets the ready row.
- * Called with sb->life held.
- */
 /* A team's limits are checked and its pending row inserted under this
  * lock: captures of two sandboxes of one team at once (each under its own
  * `life` lock) would both pass the check. */
 static pthread_mutex_t quota_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Capture sb (pinned and running) as cr says; *row gets the ready row.
+ * Called with sb->life held.
+ */
 static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct snapshot_row *row,
 			  struct sbx_err *err)
 {

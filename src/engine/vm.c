@@ -167,7 +167,8 @@ int vm_adopt(const char *run_dir, int timeout_ms, struct vm **out, struct vm_err
 	vm_status(v, status, sizeof(status));
 	/* Stopped ("paused") by a capture whose daemon died before its cont:
 	 * no sandbox is left stopped on purpose (a pause ends QEMU), so it
-	 * runs again; its capture was abandoned (the daemon removes it). */
+	 * runs again; the daemon settles what the capture left
+	 * (vm_snapshot_settle). */
 	if (!strcmp(status, "paused")) {
 		r = qmp_call(v->qmp, "cont", NULL, vm_left_ms(deadline), NULL);
 		log_kv(r < 0 ? LOG_WARN : LOG_INFO, "vm.adopt_continued", "pid=%d err=%d",
