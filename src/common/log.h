@@ -24,7 +24,7 @@ void log_kv(enum log_level lvl, const char *event, const char *fmt, ...)
 /* log_quote - s as a double-quoted value: " and \ escaped with \; each
  * control character, and each byte sequence that is not well-formed UTF-8,
  * written as a question mark, so that a log line is always UTF-8 text and
- * no value can fake a line break; cut to fit out (outlen bytes, >= 3)
+ * a value never starts a new line of its own; cut to fit out (outlen bytes, >= 3)
  * without splitting a character.  Returns out. */
 const char *log_quote(const char *s, char *out, size_t outlen);
 

@@ -36,11 +36,14 @@
 
 #define QMP_STEP_MS 10000
 
-/* The VM's active disk node: its node name, its file (QEMU's view) and
- * its virtual size, from query-block. */
+/* The VM's active disk node: its node name, its file (QEMU's view), its
+ * backing's file ("" without one) and its virtual size, from query-block
+ * (inserted.node-name, .file, .image.backing-image.filename,
+ * .image.virtual-size). */
 struct active_disk {
 	char node[64];
 	char file[PATH_MAX];
+	char backing[PATH_MAX];
 	uint64_t vsize;
 };
 
@@ -60,8 +63,12 @@ static int query_active_disk(struct vm *v, struct active_disk *d)
 		json_t *vs = json_object_get(json_object_get(in, "image"), "virtual-size");
 		if (!node || !file || !json_is_integer(vs) || json_integer_value(vs) <= 0)
 			continue;
+		const char *backing = json_string_value(json_object_get(
+			json_object_get(json_object_get(in, "image"), "backing-image"), "filename"));
 		if (snprintf(d->node, sizeof(d->node), "%s", node) >= (int)sizeof(d->node) ||
-		    snprintf(d->file, sizeof(d->file), "%s", file) >= (int)sizeof(d->file)) {
+		    snprintf(d->file, sizeof(d->file), "%s", file) >= (int)sizeof(d->file) ||
+		    snprintf(d->backing, sizeof(d->backing), "%s", backing ? backing : "") >=
+			    (int)sizeof(d->backing)) {
 			r = -ENAMETOOLONG;
 			break;
 		}
@@ -530,30 +537,6 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	return r;
 }
 
-/* The file of the active disk node's backing (query-block
- * inserted.image.backing-image.filename), into out. */
-static int active_backing_file(struct vm *v, char *out, size_t outlen)
-{
-	json_t *ret = NULL;
-	int r = qmp_call(v->qmp, "query-block", NULL, QMP_STEP_MS, &ret);
-	if (r < 0)
-		return r;
-	r = -ENODEV;
-	size_t i;
-	json_t *dev;
-	json_array_foreach(ret, i, dev) {
-		json_t *img = json_object_get(json_object_get(dev, "inserted"), "image");
-		const char *f = json_string_value(
-			json_object_get(json_object_get(img, "backing-image"), "filename"));
-		if (!f)
-			continue;
-		r = snprintf(out, outlen, "%s", f) >= (int)outlen ? -ENAMETOOLONG : 0;
-		break;
-	}
-	json_decref(ret);
-	return r;
-}
-
 /* 1 when the memory file at path is a whole level (valid, not incomplete). */
 static int memory_whole(const char *path, uint64_t ram_bytes)
 {
@@ -595,10 +578,7 @@ int vm_snapshot_settle(struct vm *v, const char *dir, struct vm_err *err)
 		return 0; /* the swap never happened: nothing sits on dir */
 	/* find_old_overlay looks for the old overlay's name in cur.file: after
 	 * the swap that is the new node's backing's file. */
-	if ((r = active_backing_file(v, c.cur.file, sizeof(c.cur.file))) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "cannot query the VM's disk chain");
-		return r;
-	}
+	snprintf(c.cur.file, sizeof(c.cur.file), "%s", c.cur.backing);
 	if ((r = engine_path_join(layer, dir, "disk.qcow2")) < 0 ||
 	    (r = engine_path_join(state, dir, "state")) < 0 ||
 	    (r = engine_path_join(memory, dir, "memory")) < 0)
