@@ -108,13 +108,20 @@ static void child_step(struct child *ch)
 	assert_int_equal(read(ch->ready, &c, 1), 1);
 }
 
+/* A new empty file, already unlinked. */
+static int temp_file(void)
+{
+	char path[] = "/tmp/test-snapshot-mem-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
 /* The template memfd from a sparse file through engine_copy_nonzero. */
 static int make_template(void)
 {
-	char path[] = "/tmp/test-snapshot-pages-XXXXXX";
-	int in = mkstemp(path);
-	assert_true(in >= 0);
-	unlink(path);
+	int in = temp_file();
 	assert_int_equal(ftruncate(in, (off_t)RAM_BYTES), 0);
 	unsigned char page[SNAP_PAGE];
 	uint64_t want = 0;
@@ -163,14 +170,24 @@ static void child_end(struct child *ch)
 	waitpid(ch->pid, NULL, 0);
 }
 
+/* A child on template fd, through its first phase, its RAM found; our own
+ * read-only mapping of the template (mapped after the fork, which the
+ * child would inherit and snap_find_ram would then see twice). */
+static const unsigned char *start_with_template(struct child *ch, int fd)
+{
+	child_start(ch, fd);
+	const unsigned char *tpl = mmap(NULL, RAM_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(tpl != MAP_FAILED);
+	child_step(ch);
+	assert_int_equal(snap_find_ram(ch->pid, RAM_BYTES, &ch->start), 0);
+	return tpl;
+}
+
 /* Capture ch over base into a new memory file; returns its descriptor. */
 static int capture(const struct child *ch, const struct snapshot *base,
 		   const unsigned char *tpl, struct snap_pages_stats *st)
 {
-	char path[] = "/tmp/test-snapshot-mem-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	unlink(path);
+	int fd = temp_file();
 	assert_int_equal(snap_capture_pages(ch->pid, ch->start, RAM_BYTES, base, tpl, fd, 0, st), 0);
 	return fd;
 }
@@ -227,11 +244,7 @@ static void test_capture_over_template_and_level(void **state)
 	(void)state;
 	int fd = make_template();
 	struct child ch;
-	child_start(&ch, fd); /* before our own mapping, which it would inherit */
-	const unsigned char *tpl = mmap(NULL, RAM_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(tpl != MAP_FAILED);
-	child_step(&ch);
-	assert_int_equal(snap_find_ram(ch.pid, RAM_BYTES, &ch.start), 0);
+	const unsigned char *tpl = start_with_template(&ch, fd);
 
 	/* Over the template. */
 	struct snap_pages_stats st;
@@ -264,17 +277,10 @@ static void test_capture_of_gone_process(void **state)
 	(void)state;
 	int fd = make_template();
 	struct child ch;
-	child_start(&ch, fd); /* before our own mapping, which it would inherit */
-	const unsigned char *tpl = mmap(NULL, RAM_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(tpl != MAP_FAILED);
-	child_step(&ch);
-	assert_int_equal(snap_find_ram(ch.pid, RAM_BYTES, &ch.start), 0);
+	const unsigned char *tpl = start_with_template(&ch, fd);
 	pid_t pid = ch.pid;
 	child_end(&ch); /* killed and reaped */
-	char path[] = "/tmp/test-snapshot-mem-XXXXXX";
-	int out = mkstemp(path);
-	assert_true(out >= 0);
-	unlink(path);
+	int out = temp_file();
 	struct snap_pages_stats st;
 	int r = snap_capture_pages(pid, ch.start, RAM_BYTES, NULL, tpl, out, 0, &st);
 	assert_true(r == -ENOENT || r == -ESRCH);
@@ -289,10 +295,7 @@ static void test_capture_of_gone_process(void **state)
 static void test_incomplete_memory_file(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/test-snapshot-mem-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	unlink(path);
+	int fd = temp_file();
 	assert_int_equal(snap_mem_write_empty(fd, RAM_BYTES, SNAP_MEM_INCOMPLETE), 0);
 	struct snapshot *s = load_level(fd, NULL);
 	assert_int_equal(s->npages, 0);
