@@ -117,6 +117,43 @@ static void *open_one(struct jupyter_conn *c, enum jupyter_channel ch)
 	return s;
 }
 
+/* Watch the iopub socket for a dropped link: its monitor's events go to
+ * an inproc PAIR named after the connection.  0 or -errno. */
+static int watch_iopub(struct jupyter_conn *c)
+{
+	/* A name of its own each time: a closed monitor's name may stay
+	 * taken for a while. */
+	static unsigned long long seq;
+	char ep[64];
+	snprintf(ep, sizeof(ep), "inproc://jupyter-iopub-%llu",
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	if (zmq_socket_monitor(c->sock[JUPYTER_IOPUB], ep, ZMQ_EVENT_DISCONNECTED) < 0)
+		return -errno;
+	void *w = zmq_socket(jupyter_zmq_context(), ZMQ_PAIR);
+	int zero = 0;
+	if (!w || zmq_setsockopt(w, ZMQ_LINGER, &zero, sizeof(zero)) < 0 || zmq_connect(w, ep) < 0) {
+		int e = errno ? errno : EIO;
+		if (w)
+			zmq_close(w);
+		zmq_socket_monitor(c->sock[JUPYTER_IOPUB], NULL, 0);
+		return -e;
+	}
+	c->iopub_watch = w;
+	return 0;
+}
+
+static void close_iopub(struct jupyter_conn *c)
+{
+	if (c->iopub_watch)
+		zmq_close(c->iopub_watch);
+	c->iopub_watch = NULL;
+	if (c->sock[JUPYTER_IOPUB]) {
+		zmq_socket_monitor(c->sock[JUPYTER_IOPUB], NULL, 0);
+		zmq_close(c->sock[JUPYTER_IOPUB]);
+	}
+	c->sock[JUPYTER_IOPUB] = NULL;
+}
+
 int jupyter_conn_open(struct jupyter_conn *c)
 {
 	if (!jupyter_zmq_context())
@@ -129,12 +166,61 @@ int jupyter_conn_open(struct jupyter_conn *c)
 			return -e;
 		}
 	}
+	int r = watch_iopub(c);
+	if (r < 0) {
+		jupyter_conn_close(c);
+		return r;
+	}
 	c->hb_waiting = 0;
 	return 0;
 }
 
+void *jupyter_conn_iopub_watch(const struct jupyter_conn *c)
+{
+	return c->iopub_watch;
+}
+
+int jupyter_conn_iopub_check(struct jupyter_conn *c)
+{
+	int dropped = 0;
+	for (;;) {
+		zmq_msg_t m;
+		zmq_msg_init(&m);
+		int n = c->iopub_watch ? zmq_msg_recv(&m, c->iopub_watch, ZMQ_DONTWAIT) : -1;
+		int more = n >= 0 && zmq_msg_more(&m);
+		/* An event: 2 bytes of event number, 4 of value, then a frame
+		 * with the endpoint. */
+		if (n >= 6) {
+			uint16_t ev;
+			memcpy(&ev, zmq_msg_data(&m), sizeof(ev));
+			dropped |= ev == ZMQ_EVENT_DISCONNECTED;
+		}
+		zmq_msg_close(&m);
+		if (n < 0)
+			break;
+		while (more) {
+			zmq_msg_init(&m);
+			more = zmq_msg_recv(&m, c->iopub_watch, 0) >= 0 && zmq_msg_more(&m);
+			zmq_msg_close(&m);
+		}
+	}
+	if (!dropped)
+		return 0;
+	close_iopub(c);
+	c->sock[JUPYTER_IOPUB] = open_one(c, JUPYTER_IOPUB);
+	if (!c->sock[JUPYTER_IOPUB])
+		return -(errno ? errno : EIO);
+	int r = watch_iopub(c);
+	if (r < 0) {
+		close_iopub(c);
+		return r;
+	}
+	return 1;
+}
+
 void jupyter_conn_close(struct jupyter_conn *c)
 {
+	close_iopub(c);
 	for (int i = 0; i < JUPYTER_NCHANNELS; i++) {
 		if (c->sock[i])
 			zmq_close(c->sock[i]);
@@ -208,7 +294,9 @@ int jupyter_conn_recv(struct jupyter_conn *c, enum jupyter_channel ch, struct ju
 			f[i].data = zmq_msg_data(&parts[i]);
 			f[i].len = zmq_msg_size(&parts[i]);
 		}
-		if (ch == JUPYTER_IOPUB && c->drop_output && jupyter_msg_is_output(f, n))
+		if (ch == JUPYTER_IOPUB &&
+		    ((c->drop_output && jupyter_msg_is_output(f, n)) ||
+		     (c->drop_parent && jupyter_msg_is_output_of(f, n, c->drop_parent))))
 			r = -ECANCELED; /* neither verified nor parsed: nobody wants it */
 		else
 			r = jupyter_msg_parse(f, n, c->key, strlen(c->key), m);

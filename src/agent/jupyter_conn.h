@@ -46,6 +46,7 @@ enum jupyter_channel {
 
 struct jupyter_conn {
 	void *sock[JUPYTER_NCHANNELS];     /* NULL when closed */
+	void *iopub_watch;                 /* PAIR: iopub's monitor events, NULL when closed */
 	char dir[JUPYTER_DIR_MAX];         /* private folder (caller's) */
 	char file[JUPYTER_DIR_MAX + 32];   /* the connection file */
 	char key[65];                      /* hex key; its bytes sign */
@@ -54,6 +55,9 @@ struct jupyter_conn {
 	/* set by the owner: iopub output messages (jupyter_msg_is_output) are
 	 * received and dropped unread, jupyter_conn_recv answering -ECANCELED */
 	int drop_output;
+	/* set by the owner, NULL or a request's msg_id: iopub output messages
+	 * of that request (jupyter_msg_is_output_of) are dropped the same way */
+	const char *drop_parent;
 	/* heartbeat state (jupyter_conn_hb_*) */
 	int hb_waiting;
 	int64_t hb_sent_ms;
@@ -96,7 +100,8 @@ int jupyter_conn_send(struct jupyter_conn *c, enum jupyter_channel ch, const cha
  * blocking.  Returns 0 with *m filled (caller clears), -EAGAIN when nothing
  * is waiting, -EBADMSG or -EPERM for a message that was received but
  * dropped (malformed, bad signature: the caller just reads on),
- * -ECANCELED for an output message dropped unread (drop_output), -errno.
+ * -ECANCELED for an output message dropped unread (drop_output, drop_parent),
+ * -errno.
  */
 int jupyter_conn_recv(struct jupyter_conn *c, enum jupyter_channel ch, struct jupyter_msg *m);
 
@@ -111,5 +116,23 @@ int jupyter_conn_hb_recv(struct jupyter_conn *c);
 /* jupyter_conn_hb_reset - recreate the heartbeat REQ after a timeout.
  * 0 or -errno. */
 int jupyter_conn_hb_reset(struct jupyter_conn *c);
+
+/*
+ * The iopub link's watch.  libzmq drops a link whose peer sent a frame
+ * over ZMQ_MAXMSGSIZE (JUPYTER_FRAME_MAX; ipykernel's stream output under
+ * a flood comes in frames of tens of MiB) and the subscriber never
+ * reconnects by itself: without a watch, every later output of the kernel
+ * would be lost.
+ *   jupyter_conn_iopub_watch - a socket for zmq_poll (POLLIN) that becomes
+ *                              readable when the iopub link dropped (NULL
+ *                              if closed)
+ *   jupyter_conn_iopub_check - read the watch's events: if the link
+ *                              dropped, recreate the iopub SUB (what was
+ *                              in flight is lost).  1 recreated, 0 nothing
+ *                              happened, -errno (iopub is then closed).
+ * Client thread only, like the rest of the connection.
+ */
+void *jupyter_conn_iopub_watch(const struct jupyter_conn *c);
+int jupyter_conn_iopub_check(struct jupyter_conn *c);
 
 #endif

@@ -97,7 +97,7 @@ static size_t delimiter(const struct jupyter_frame *f, size_t n)
 	return d;
 }
 
-int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n)
+int jupyter_msg_is_output_of(const struct jupyter_frame *f, size_t n, const char *parent_id)
 {
 	static const char *const output[] = {"stream", "display_data", "update_display_data",
 					     "execute_result"};
@@ -110,7 +110,17 @@ int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n)
 	for (size_t i = 0; i < sizeof(output) / sizeof(output[0]); i++)
 		yes |= strcmp(t, output[i]) == 0;
 	json_decref(h);
+	if (yes && parent_id) {
+		json_t *ph = f[d + 3].len <= JUPYTER_HEADER_PEEK_MAX ? load_object(&f[d + 3]) : NULL;
+		yes = strcmp(str_field(ph, "msg_id"), parent_id) == 0;
+		json_decref(ph);
+	}
 	return yes;
+}
+
+int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n)
+{
+	return jupyter_msg_is_output_of(f, n, NULL);
 }
 
 int jupyter_msg_parse(const struct jupyter_frame *f, size_t n,

@@ -74,6 +74,13 @@ int jupyter_sign(const void *key, size_t keylen,
 int jupyter_msg_is_output(const struct jupyter_frame *f, size_t n);
 
 /*
+ * jupyter_msg_is_output_of - jupyter_msg_is_output, and the parent header
+ * part (at most JUPYTER_HEADER_PEEK_MAX bytes, unverified) names the
+ * request parent_id (NULL: any).  Same use and limits.
+ */
+int jupyter_msg_is_output_of(const struct jupyter_frame *f, size_t n, const char *parent_id);
+
+/*
  * jupyter_msg_parse - parse n frames (identities first) into *m, verifying
  * the signature when keylen > 0 (constant-time compare).
  * Returns 0 and fills *m (the caller clears it), -EBADMSG (no delimiter,

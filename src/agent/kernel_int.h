@@ -118,6 +118,11 @@ struct kernel_ctx {
 	struct kernel_job *cur;
 	struct jupyter_exec x;
 	struct kernel_late late;     /* printed while no user run was current */
+	/* The last run that ended cut short (interrupted, timed out or at
+	 * its output cap), "" if the last one was not: what it printed
+	 * still arrives after its end (a flood leaves a backlog) and is
+	 * dropped, never given to the next run as late output. */
+	char cut_msg_id[JUPYTER_ID_SIZE];
 	int64_t cur_started, cur_deadline, grace_deadline, finish_deadline;
 	int cur_timed_out, cur_interrupted;
 	uint64_t cur_heard;          /* messages and output of the run so far */
@@ -196,11 +201,14 @@ void kernel__drop(struct kernel_ctx *c);
  *   on_ready   - the kernel answers; kernel_info content (borrowed, copied)
  *   on_output  - raw bytes (n) the kernel process wrote to fd 1 (0) / 2 (1)
  *   on_lost    - the kernel cannot be used any more (why): kill + restart
+ *   on_iopub_gap - messages of the kernel were lost (its iopub link was
+ *                made again): the running cell is told on its stderr
  */
 void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m);
 void kernel__on_ready(struct kernel_ctx *c, const json_t *kernel_info);
 void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_t n);
 void kernel__on_lost(struct kernel_ctx *c, const char *why);
+void kernel__on_iopub_gap(struct kernel_ctx *c);
 
 /*
  * Events and jobs (kernel_ctx.c).  Any thread.

@@ -138,12 +138,14 @@ static int jup_fill_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int max)
 	static const enum jupyter_channel chans[] = { JUPYTER_IOPUB, JUPYTER_SHELL,
 						      JUPYTER_CONTROL, JUPYTER_STDIN, JUPYTER_HB };
 	int n = 0;
-	if (max < 6)
+	if (max < 7)
 		return 0;
 	for (size_t i = 0; i < sizeof(chans) / sizeof(chans[0]); i++)
 		it[n++] = (zmq_pollitem_t){ .socket = jupyter_conn_socket(&j->conn, chans[i]),
 					    .events = ZMQ_POLLIN };
 	it[n++] = (zmq_pollitem_t){ .fd = j->log_fd, .events = j->log_fd >= 0 ? ZMQ_POLLIN : 0 };
+	it[n++] = (zmq_pollitem_t){ .socket = jupyter_conn_iopub_watch(&j->conn),
+				    .events = ZMQ_POLLIN };
 	/* A closed socket (NULL) must not reach zmq_poll as fd 0. */
 	for (int i = 0; i < n; i++)
 		if (!it[i].socket && it[i].fd == 0) {
@@ -168,7 +170,9 @@ static void check_ready(struct kernel_ctx *c, struct jup *j)
  * is dropped before it is parsed: a cell printing faster than the agent
  * parses would otherwise leave a backlog (unbounded: RCVHWM 0) that holds
  * up its interrupt's reply and every later run for as long as it takes to
- * read.
+ * read.  So is the output of the last run cut short (c->cut_msg_id) that
+ * arrives after its end: parsed, it would delay the next run's own
+ * messages past that run's grace for them.
  */
 static void drain(struct kernel_ctx *c, struct jup *j, enum jupyter_channel ch, int64_t now)
 {
@@ -177,6 +181,7 @@ static void drain(struct kernel_ctx *c, struct jup *j, enum jupyter_channel ch, 
 			return;
 		struct jupyter_msg m;
 		j->conn.drop_output = c->cur != NULL && c->x.truncated;
+		j->conn.drop_parent = c->cut_msg_id[0] ? c->cut_msg_id : NULL;
 		int r = jupyter_conn_recv(&j->conn, ch, &m);
 		if (r == -EAGAIN || r == -ENOTSOCK || r == -EINVAL || r == -ETERM)
 			return;
@@ -229,10 +234,33 @@ static void read_log(struct jup *j)
 	}
 }
 
+/* The iopub link dropped: it is made again.  While the kernel lives, that
+ * was a frame over JUPYTER_FRAME_MAX, and the current run is told its
+ * output has a gap; a kernel that just ended is the death path's. */
+static void iopub_check(struct kernel_ctx *c, struct jup *j)
+{
+	int r = jupyter_conn_iopub_check(&j->conn);
+	if (r == 0)
+		return;
+	if (r < 0) {
+		log_kv(LOG_ERROR, "kernel.iopub_lost", "pid=%ld r=%d", (long)c->proc.pid, r);
+		kernel__on_lost(c, "the kernel's output channel could not be reconnected");
+		return;
+	}
+	char st;
+	uint64_t cpu;
+	int alive = kernel_proc_sample(&c->proc, &st, &cpu) == 0 && st != 'Z' && st != 'X';
+	log_kv(alive ? LOG_WARN : LOG_DEBUG, "kernel.iopub_reconnected",
+	       "pid=%ld alive=%d max_frame=%lld", (long)c->proc.pid, alive,
+	       (long long)JUPYTER_FRAME_MAX);
+	if (alive)
+		kernel__on_iopub_gap(c);
+}
+
 static void jup_on_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t now)
 {
 	struct jup *j = c->bs;
-	if (n < 6)
+	if (n < 7)
 		return;
 	if (it[5].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
 		read_log(j);
@@ -251,6 +279,8 @@ static void jup_on_poll(struct kernel_ctx *c, zmq_pollitem_t *it, int n, int64_t
 		drain(c, j, JUPYTER_IOPUB, now);
 	if (c->bs == j && (it[1].revents & ZMQ_POLLIN))
 		drain(c, j, JUPYTER_SHELL, now);
+	if (c->bs == j && (it[6].revents & ZMQ_POLLIN))
+		iopub_check(c, j); /* may end the kernel */
 }
 
 /*

@@ -13,9 +13,10 @@
  *
  * One job runs at a time (c->cur); the rest wait in c->jobs, so a busy
  * context queues and never sends a second execute_request.  A run ends
- * when the kernel sent both its reply and idle (or one of them plus
- * FINISH_GRACE_MS), when the kernel dies, or when the interrupt after a
- * timeout went unanswered for the grace period (kill + restart).
+ * when the kernel sent both its reply and idle (or one of them and the
+ * other did not follow in time), when the kernel dies, or when the
+ * interrupt after a timeout went unanswered for the grace period (kill +
+ * restart).
  * Threads: this file runs only on the client thread.
  */
 #include <errno.h>
@@ -31,8 +32,13 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* After the reply without idle (or idle without reply), wait this long. */
+/* After the reply without idle (or idle without reply), wait this long for
+ * the other: FINISH_GRACE_MS after an interrupt (a second SIGINT may have
+ * cut the kernel's own report short), FINISH_WAIT_MS otherwise (the kernel
+ * always sends both; a flood of an earlier cell can hold its iopub thread
+ * for seconds, and the results come with it). */
 #define FINISH_GRACE_MS 3000
+#define FINISH_WAIT_MS 60000
 /* Reaped by the agent but not yet reported: give up after this long, ms
  * (kernel_thread.c looks again every DEATH_RECHECK_MS). */
 #define DEATH_REPORT_WAIT_MS 1000
@@ -181,6 +187,8 @@ void kernel__finish(struct kernel_ctx *c, json_t *err)
 			       json_string_value(json_object_get(e, "name")));
 		json_decref(done);
 	}
+	snprintf(c->cut_msg_id, sizeof(c->cut_msg_id), "%s",
+		 c->x.truncated || c->cur_interrupted || c->cur_timed_out ? c->x.msg_id : "");
 	jupyter_exec_clear(&c->x);
 	c->cur = NULL;
 	c->cur_deadline = c->grace_deadline = c->finish_deadline = 0;
@@ -550,6 +558,10 @@ static int is_reaction(const struct jupyter_msg *m)
 
 void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 {
+	/* Output of a run cut short, still on its way: nobody's. */
+	if (c->cut_msg_id[0] && m->parent_id && !strcmp(m->parent_id, c->cut_msg_id) &&
+	    m->msg_type && !strcmp(m->msg_type, "stream"))
+		return;
 	int late = kernel_late_route(&c->late, m, c->cur ? c->x.msg_id : NULL,
 				     c->cur && c->cur->kind == JOB_USER ? &c->x : NULL);
 	if (late == 2)
@@ -567,7 +579,8 @@ void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 	if (jupyter_exec_complete(&c->x)) {
 		kernel__finish(c, NULL);
 	} else if ((c->x.got_reply || c->x.got_idle) && !c->finish_deadline) {
-		c->finish_deadline = util_now_ms() + FINISH_GRACE_MS;
+		c->finish_deadline =
+			util_now_ms() + (c->cur_interrupted ? FINISH_GRACE_MS : FINISH_WAIT_MS);
 	}
 }
 
@@ -600,5 +613,17 @@ void kernel__on_output(struct kernel_ctx *c, int is_stderr, const char *s, size_
 void kernel__on_lost(struct kernel_ctx *c, const char *why)
 {
 	kernel__kill(c, why);
+}
+
+_Static_assert(JUPYTER_FRAME_MAX == 64ll << 20, "the gap's message names the cap");
+
+void kernel__on_iopub_gap(struct kernel_ctx *c)
+{
+	static const char gap[] = "\n[pandastack: output lost: the kernel sent more than "
+				  "64 MiB at once]\n";
+	if (!c->cur || c->cur->kind != JOB_USER)
+		return;
+	if (jupyter_exec_stream(&c->x, 1, gap, sizeof(gap) - 1) == 0)
+		flush_events(c);
 }
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_jupyter_msg.c - libFuzzer target for everything the agent does
- * with bytes a kernel sends: multipart frames -> jupyter_msg_is_output and
+ * with bytes a kernel sends: multipart frames -> jupyter_msg_is_output(_of) and
  * jupyter_msg_parse
  * (unsigned, and signed with a valid HMAC so the verified path parses
  * too) -> the execution state machine and result mapping -> the done
@@ -64,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	(void)jupyter_msg_is_output(f, n);
+	(void)jupyter_msg_is_output_of(f, n, "p1");
 	struct jupyter_msg m;
 	if (jupyter_msg_parse(f, n, NULL, 0, &m) == 0) {
 		exercise(&m, cap);

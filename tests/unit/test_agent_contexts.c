@@ -131,14 +131,26 @@ static void run_code(struct guest_conn *c, const char *id, const char *code, int
 	guest_run_close(s);
 }
 
+/* The main result's text; without one, a description of what came back
+ * instead (so that a comparison fails with it rather than crashing). */
 static const char *main_text(struct run *r)
 {
+	static char missing[1024];
 	size_t i;
 	json_t *res;
 	json_array_foreach(r->results, i, res)
-		if (json_is_true(json_object_get(res, "is_main_result")))
-			return json_string_value(json_object_get(res, "text"));
-	return NULL;
+		if (json_is_true(json_object_get(res, "is_main_result"))) {
+			const char *t = json_string_value(json_object_get(res, "text"));
+			return t ? t : "(a main result without text)";
+		}
+	char *results = json_dumps(r->results, JSON_COMPACT), *end = json_dumps(r->end, JSON_COMPACT);
+	snprintf(missing, sizeof(missing),
+		 "(no main result: results %.300s, end %.300s, %zu bytes of stdout ending %.100s)",
+		 results ? results : "?", end ? end : "none", r->outlen,
+		 r->outlen > 100 ? r->out + r->outlen - 100 : r->out ? r->out : "");
+	free(results);
+	free(end);
+	return missing;
 }
 
 static const char *error_name(json_t *end)
@@ -452,8 +464,33 @@ static void test_close_interrupts(void **state)
 		run_code(f->c, "ctx_q", "2+2", 20000, &r);
 		assert_null(end_error(r.end));
 		assert_string_equal(main_text(&r), "4");
+		/* what the closed cell printed after its end is not this run's */
+		assert_null(r.out ? strstr(r.out, "zzzz") : NULL);
 		run_clear(&r);
 	}
+}
+
+/* One output message over the link's frame cap (ipykernel sends a flood
+ * in such pieces): libzmq drops the link, the agent makes it again, the
+ * cell is told of the gap and the next cell answers. */
+static void test_output_over_the_frame_cap(void **state)
+{
+	struct fixture *f = *state;
+	json_t *end = create_ctx(f->c, "ctx_big", NULL);
+	assert_null(end_error(end));
+	json_decref(end);
+	struct run r;
+	run_code(f->c, "ctx_big",
+		 "import sys\nsys.stdout.write('x' * (80 << 20)); sys.stdout.flush()\n'done'", 60000,
+		 &r);
+	assert_null(end_error(r.end));
+	assert_string_equal(main_text(&r), "done");
+	assert_non_null(r.err ? strstr(r.err, "output lost") : NULL);
+	run_clear(&r);
+	run_code(f->c, "ctx_big", "2+2", 20000, &r);
+	assert_null(end_error(r.end));
+	assert_string_equal(main_text(&r), "4");
+	run_clear(&r);
 }
 
 static void test_delete_and_interrupt(void **state)
@@ -646,6 +683,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_kernel_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_interrupts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_over_the_frame_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_and_interrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_reaper, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_contexts_survive_the_host, setup, teardown),

@@ -219,6 +219,36 @@ static void test_is_output(void **state)
 	assert_int_equal(jupyter_msg_is_output(f, 7), 0);
 }
 
+/* ... and by their parent header, for the output of one request. */
+static void test_is_output_of(void **state)
+{
+	(void)state;
+	struct jupyter_frame f[7] = {
+		{ "ident", 5 }, { JUPYTER_DELIM, 9 }, { "not-a-signature", 15 },
+		{ "{\"msg_type\":\"stream\"}", 21 }, { "{\"msg_id\":\"run-1\"}", 18 }, { "{}", 2 },
+		{ "this content is never read", 27 },
+	};
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-1"), 1);
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, NULL), 1);
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-2"), 0);
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-"), 0);
+	/* not output, or no parent to compare: kept */
+	f[3] = (struct jupyter_frame){ "{\"msg_type\":\"status\"}", 21 };
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-1"), 0);
+	f[3] = (struct jupyter_frame){ "{\"msg_type\":\"stream\"}", 21 };
+	static const char *const no_parent[] = { "{}", "{\"msg_id\":1}", "[]", "{", "" };
+	for (size_t i = 0; i < sizeof(no_parent) / sizeof(no_parent[0]); i++) {
+		f[4] = (struct jupyter_frame){ no_parent[i], strlen(no_parent[i]) };
+		assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-1"), 0);
+	}
+	/* a parent header past the peek cap is not read */
+	static char big[JUPYTER_HEADER_PEEK_MAX + 64];
+	int n = snprintf(big, sizeof(big), "{\"msg_id\":\"run-1\",\"pad\":\"%*s\"}",
+			 JUPYTER_HEADER_PEEK_MAX, "");
+	f[4] = (struct jupyter_frame){ big, (size_t)n };
+	assert_int_equal(jupyter_msg_is_output_of(f, 7, "run-1"), 0);
+}
+
 /* --- mapping --------------------------------------------------------------*/
 
 static void test_map_result_fields(void **state)
@@ -463,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_sign_known_vector),
 		cmocka_unit_test(test_parse_unsigned_and_malformed),
 		cmocka_unit_test(test_is_output),
+		cmocka_unit_test(test_is_output_of),
 		cmocka_unit_test(test_map_result_fields),
 		cmocka_unit_test(test_map_text_quotes),
 		cmocka_unit_test(test_map_wrong_types_go_to_extra),
