@@ -165,7 +165,11 @@ static int capture_locked(struct sbx *sb, const struct capture_req *cr, struct s
 		return sbx__set_err(err, API_ERR_INTERNAL, "could not record the snapshot");
 	}
 	struct snapshot_opts opts = {.sync = strcmp(cr->kind, "fork") != 0,
-				     .leave_paused = cr->leave_paused};
+				     .leave_paused = cr->leave_paused,
+				     /* A user's snapshot pauses a sandbox that goes on:
+				      * shorten the pause.  A fork's caller waits for the
+				      * forks, and a pause ends the VM. */
+				     .precopy = strcmp(cr->kind, "user") == 0};
 	struct snapshot_stats st;
 	struct vm_err verr = {{0}};
 	int64_t t0 = util_now_ms();

@@ -61,6 +61,7 @@ struct snapshot;
 /* How long each step of a capture took (us) and what it found. */
 struct snapshot_stats {
 	int64_t prepare_us;      /* before the pause: the new overlay, snapshot.json */
+	int64_t precopy_us;      /* before the pause: the warm-up copy (opts.precopy) */
 	int64_t stop_us;         /* QMP stop */
 	int64_t state_us;        /* xen-save-devices-state */
 	int64_t scan_us;         /* pagemap scan */
@@ -80,6 +81,9 @@ struct snapshot_stats {
 struct snapshot_opts {
 	int sync;                /* 1: fsync memory, state and layer before returning */
 	int leave_paused;        /* 1: no cont: the VM stays paused (it is about to end) */
+	int precopy;             /* 1: copy the pages once while the VM still runs, so that
+				    the copy in the pause finds them and the memory file's
+				    in memory (shorter pause, longer capture) */
 };
 
 /*

@@ -455,6 +455,16 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	tn = util_now_us();
 	st->prepare_us = tn - t0;
 	ts = tn;
+	if (r == 0 && opts && opts->precopy) {
+		struct snap_pages_stats ps;
+		if ((r = snap_capture_pages(v->pid, start, ram, base, c.tpl, c.mem_out,
+					    SNAP_CAPTURE_WARMUP, &ps)) < 0)
+			snprintf(err->msg, sizeof(err->msg), "copying the VM's memory: %s",
+				 strerror(-r));
+		tn = util_now_us();
+		st->precopy_us = tn - ts;
+		ts = tn;
+	}
 	if (r == 0 && (r = qmp_call(v->qmp, "stop", NULL, QMP_STEP_MS, NULL)) < 0)
 		snprintf(err->msg, sizeof(err->msg), "stop: %s", qmp_last_error(v->qmp));
 	int64_t pause0 = ts;
@@ -481,7 +491,7 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	if (r == 0) {
 		struct snap_pages_stats ps;
 		r = snap_capture_pages(v->pid, start, ram, base, c.tpl, c.mem_out,
-				       opts && opts->sync, &ps);
+				       opts && opts->sync ? SNAP_CAPTURE_WRITEBACK : 0, &ps);
 		st->private_pages = ps.private_pages;
 		st->stored_pages = ps.stored_pages;
 		st->scan_us = ps.scan_us;
@@ -527,10 +537,11 @@ int vm_snapshot(struct vm *v, const struct template *t, const struct snapshot *b
 	if (c.tpl)
 		munmap((void *)c.tpl, c.tpl_len);
 	log_kv(r ? LOG_WARN : LOG_INFO, "snapshot.capture",
-	       "pid=%d key=%.12s err=%d paused_ms=%.1f prepare_ms=%.1f stop_ms=%.1f state_ms=%.1f "
-	       "scan_ms=%.1f copy_ms=%.1f disk_ms=%.1f cont_ms=%.1f finish_ms=%.1f private_mib=%.1f "
-	       "stored_mib=%.1f",
-	       (int)v->pid, c.key, r, st->paused_us / 1e3, st->prepare_us / 1e3, st->stop_us / 1e3,
+	       "pid=%d key=%.12s err=%d paused_ms=%.1f prepare_ms=%.1f precopy_ms=%.1f stop_ms=%.1f "
+	       "state_ms=%.1f scan_ms=%.1f copy_ms=%.1f disk_ms=%.1f cont_ms=%.1f finish_ms=%.1f "
+	       "private_mib=%.1f stored_mib=%.1f",
+	       (int)v->pid, c.key, r, st->paused_us / 1e3, st->prepare_us / 1e3,
+	       st->precopy_us / 1e3, st->stop_us / 1e3,
 	       st->state_us / 1e3, st->scan_us / 1e3, st->copy_us / 1e3, st->disk_us / 1e3,
 	       st->cont_us / 1e3, st->finish_us / 1e3, st->private_pages * 4096.0 / 1048576.0,
 	       st->stored_pages * 4096.0 / 1048576.0);

@@ -144,20 +144,29 @@ struct snap_pages_stats {
 	int64_t read_us, cmp_us, write_us; /* parts of copy_us */
 };
 
+/* Flags of snap_capture_pages. */
+#define SNAP_CAPTURE_WRITEBACK 1u /* the caller will fsync out_fd: start each batch's
+				     writeback as it is written (sync_file_range) */
+#define SNAP_CAPTURE_WARMUP 2u    /* the VM still runs: a pass whose only use is to
+				     bring its pages and the file's into memory */
+
 /*
  * snap_capture_pages - with the VM pid stopped and its RAM at start
  * (ram_bytes long): every private page (present or swapped, not
  * file-backed, per /proc/<pid>/pagemap) that differs from the RAM image of
- * base (snap_image_page) is written into out_fd, a new memory file.
- * Reads on a thread it starts and joins (two 8 MiB buffers in turn) while
- * the calling thread compares and writes.  start_writeback: 1 when the
- * caller will fsync out_fd, so each batch's writeback starts as it is
- * written (sync_file_range) and overlaps the rest of the capture.  0 or
- * -errno (-ENOSPC and friends from the writes).
+ * base (snap_image_page) is written into out_fd, a new memory file, which
+ * ends after the last page written (ftruncate).  Reads on a thread it
+ * starts and joins (two 8 MiB buffers in turn) while the calling thread
+ * compares and writes.  flags: SNAP_CAPTURE_WRITEBACK overlaps the
+ * writeback with the rest of the capture; SNAP_CAPTURE_WARMUP (the VM need
+ * not be stopped) writes the pages but not the header, so a file created
+ * incomplete (snap_mem_write_empty) stays so: the paused pass that must
+ * follow rewrites the same file, and finds the pages it reads and writes
+ * already in memory.  0 or -errno (-ENOSPC and friends from the writes).
  */
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
-		       int start_writeback, struct snap_pages_stats *st);
+		       unsigned flags, struct snap_pages_stats *st);
 
 /*
  * snap_write_pages - write the pages of s's chain (levels at or below

@@ -465,7 +465,7 @@ static int keep_batch(const struct read_batch *b, const struct snapshot *base,
 
 int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		       const struct snapshot *base, const unsigned char *tpl, int out_fd,
-		       int start_writeback, struct snap_pages_stats *st)
+		       unsigned flags, struct snap_pages_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	uint64_t npages = ram_bytes / SNAP_PAGE, words = (npages + 63) / 64;
@@ -482,7 +482,8 @@ int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 	int64_t t1 = util_now_us();
 	st->scan_us = t1 - t0;
 	if (r == 0) {
-		*q = (struct out_queue){.fd = out_fd, .kick = start_writeback,
+		*q = (struct out_queue){.fd = out_fd,
+					.kick = !!(flags & SNAP_CAPTURE_WRITEBACK),
 					.pos = snap_mem_data_off(ram_bytes)};
 		rd->pid = pid;
 		rd->start = start;
@@ -529,7 +530,10 @@ int snap_capture_pages(pid_t pid, uint64_t start, uint64_t ram_bytes,
 		pthread_mutex_destroy(&rd->mu);
 		st->read_us = rd->read_us;
 	}
-	if (r == 0)
+	/* A warm-up pass may have left a longer file. */
+	if (r == 0 && ftruncate(out_fd, (off_t)q->pos) < 0)
+		r = -errno;
+	if (r == 0 && !(flags & SNAP_CAPTURE_WARMUP))
 		r = write_head(out_fd, ram_bytes, st->stored_pages, kept, 0);
 	st->copy_us = util_now_us() - t1;
 	free(priv);

@@ -420,9 +420,7 @@ def test_full_host_disk_fails_the_capture_and_the_sandbox_runs_on(daemon_factory
             assert d.request("GET", f"/v1/sandboxes/{sid}").json()["status"] == "running"
             assert run(d, sid, cid, "print(big.sum())") == f"{float(8 << 20)}\n"
             assert d.request("GET", "/v1/snapshots").json()["snapshots"] == []
-            # A fork's capture freezes the disk first (its QEMUs start during
-            # the copy): its failure keeps the frozen layer the sandbox now
-            # sits on, and leaves no fork behind.
+            # A fork's capture fails the same way and leaves no fork behind.
             r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {"count": 2})
             assert r.status == 507 and r.error_code() == "host_disk_full", r
             assert run(d, sid, cid, "print(big.sum())") == f"{float(8 << 20)}\n"

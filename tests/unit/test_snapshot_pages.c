@@ -271,6 +271,44 @@ static void test_capture_over_template_and_level(void **state)
 	close(fd);
 }
 
+/* A warm-up pass (the VM still running) leaves the file incomplete; the
+ * paused pass after it rewrites the same file into exactly what a single
+ * pass writes, cutting what the warm-up wrote past its end. */
+static void test_warmup_then_capture(void **state)
+{
+	(void)state;
+	int fd = make_template();
+	struct child ch;
+	const unsigned char *tpl = start_with_template(&ch, fd);
+	struct snap_pages_stats st;
+	struct snapshot *l1 = load_level(capture(&ch, NULL, tpl, &st), NULL);
+	child_step(&ch);
+	int out = temp_file();
+	assert_int_equal(snap_mem_write_empty(out, RAM_BYTES, SNAP_MEM_INCOMPLETE), 0);
+	/* Over the template the warm-up writes more pages than the pass over
+	 * l1 keeps. */
+	assert_int_equal(snap_capture_pages(ch.pid, ch.start, RAM_BYTES, NULL, tpl, out,
+					    SNAP_CAPTURE_WARMUP, &st), 0);
+	uint64_t warm_pages = st.stored_pages;
+	struct stat sb;
+	assert_int_equal(fstat(out, &sb), 0);
+	assert_int_equal((uint64_t)sb.st_size, snap_mem_data_off(RAM_BYTES) + warm_pages * SNAP_PAGE);
+	/* Cut here (a crash), the file is no level at all: its header still
+	 * says incomplete with no page, and the warm-up's pages follow it. */
+	struct snapshot w = {.mem_file = out, .mem_fd = -1, .ram_bytes = RAM_BYTES};
+	assert_int_equal(snap_level_load(&w), -EINVAL);
+	assert_int_equal(snap_capture_pages(ch.pid, ch.start, RAM_BYTES, l1, tpl, out, 0, &st), 0);
+	assert_true(st.stored_pages < warm_pages);
+	struct snapshot *l2 = load_level(out, l1);
+	assert_int_equal(l2->incomplete, 0);
+	assert_level(&ch, l2, kept_phase2);
+	free_level(l2);
+	free_level(l1);
+	child_end(&ch);
+	munmap((void *)tpl, RAM_BYTES);
+	close(fd);
+}
+
 /* A VM that is gone fails the capture with an error, not a memory file. */
 static void test_capture_of_gone_process(void **state)
 {
@@ -328,6 +366,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_over_template_and_level),
+		cmocka_unit_test(test_warmup_then_capture),
 		cmocka_unit_test(test_capture_of_gone_process),
 		cmocka_unit_test(test_incomplete_memory_file),
 	};
