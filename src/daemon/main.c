@@ -41,6 +41,11 @@
 #include "daemon/templates.h"
 #include "engine/jail.h"
 
+/* How long a start waits for the data dir's lock, and how often it tries,
+ * ms. */
+#define LOCK_WAIT_MS 5000
+#define LOCK_STEP_MS 100
+
 static int fail(const char *what, int err, const char *detail)
 {
 	char q[600];
@@ -76,9 +81,14 @@ static int prepare_data_dir(struct daemon *d)
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return -EBUSY;
+	/* A daemon killed a moment ago may still be exiting (unmapping its
+	 * snapshots' memory) with the lock held: wait a little for it. */
+	for (int i = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; i++) {
+		if (errno != EWOULDBLOCK || i >= LOCK_WAIT_MS / LOCK_STEP_MS) {
+			close(fd);
+			return -EBUSY;
+		}
+		usleep(LOCK_STEP_MS * 1000);
 	}
 	return 0; /* fd stays open: the lock lives as long as the process */
 }
