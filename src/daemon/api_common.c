@@ -121,7 +121,7 @@ void api_reply_agent_failure(struct http_req *r, struct sbx *sb, int err, const 
 {
 	if (err == -ESRCH || (sb && sbx_ending(sb))) {
 		http_reply_error(r, API_ERR_SANDBOX_NOT_RUNNING,
-				 "sandbox %s stopped during %s", sb ? sbx_id(sb) : "?", what);
+				 "sandbox %s stopped or was paused during %s", sb ? sbx_id(sb) : "?", what);
 		return;
 	}
 	switch (err) {

@@ -20,7 +20,7 @@ static void host_error(struct api_stream *s, int err)
 {
 	char msg[160];
 	if (sbx_ending(s->sb)) {
-		snprintf(msg, sizeof(msg), "the sandbox stopped during %s", s->ops->what);
+		snprintf(msg, sizeof(msg), "the sandbox stopped or was paused during %s", s->ops->what);
 		sse_error(&s->out, API_ERR_SANDBOX_NOT_RUNNING, msg);
 	} else if (err == -ETIMEDOUT) {
 		sse_error(&s->out, API_ERR_AGENT_TIMEOUT,

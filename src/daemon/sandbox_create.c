@@ -43,22 +43,40 @@ int sbx__set_err(struct sbx_err *err, enum api_err e, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* team's sandboxes being created or running, and (dup) whether one of
+ * the registry's handles has id; reg->lock held. */
+static unsigned team_live_locked(struct sandboxes *reg, const char *team, const char *id,
+				 int *dup)
+{
+	unsigned n = 0;
+	for (struct sbx *o = reg->head; o; o = o->next) {
+		*dup |= id && strcmp(o->id, id) == 0;
+		if (strcmp(o->team, team) != 0)
+			continue;
+		pthread_mutex_lock(&o->lock);
+		n += o->state == SBX_CREATING || o->state == SBX_RUNNING;
+		pthread_mutex_unlock(&o->lock);
+	}
+	return n;
+}
+
+unsigned sbx__team_live(struct sandboxes *reg, const char *team)
+{
+	int dup = 0;
+	pthread_mutex_lock(&reg->lock);
+	unsigned n = team_live_locked(reg, team, NULL, &dup);
+	pthread_mutex_unlock(&reg->lock);
+	return n;
+}
+
 /* Reserve a slot for sb under team's limit; links sb (CREATING).  -EDQUOT
  * over the limit, -EBUSY when a handle of sb's id is linked already (a
  * resume racing another). */
 static int reserve(struct sandboxes *reg, struct sbx *sb, unsigned limit, unsigned *used)
 {
 	pthread_mutex_lock(&reg->lock);
-	unsigned n = 0;
 	int dup = 0;
-	for (struct sbx *o = reg->head; o; o = o->next) {
-		dup |= strcmp(o->id, sb->id) == 0;
-		if (strcmp(o->team, sb->team) != 0)
-			continue;
-		pthread_mutex_lock(&o->lock);
-		n += o->state == SBX_CREATING || o->state == SBX_RUNNING;
-		pthread_mutex_unlock(&o->lock);
-	}
+	unsigned n = team_live_locked(reg, sb->team, sb->id, &dup);
 	*used = n;
 	int r = dup ? -EBUSY : n < limit ? 0 : -EDQUOT;
 	if (r == 0)
@@ -146,6 +164,17 @@ static int record(struct sandboxes *reg, struct sbx *sb, const struct create_spe
 	return r;
 }
 
+/* 1 when a create that failed was cut short by a delete of its sandbox:
+ * its handle was ended meanwhile, or (a resume, r from recording it) its
+ * row is gone. */
+static int deleted_meanwhile(struct sbx *sb, const struct create_spec *cs, int r)
+{
+	pthread_mutex_lock(&sb->lock);
+	int ended = sb->end_requested || sb->state >= SBX_ENDING;
+	pthread_mutex_unlock(&sb->lock);
+	return ended || (cs->resume && r == -ENOENT);
+}
+
 int sbx__create(struct sandboxes *reg, const char *team, const struct create_spec *cs,
 		struct sandbox_row *row, const char **restored_from, struct sbx_err *err)
 {
@@ -212,8 +241,13 @@ int sbx__create(struct sandboxes *reg, const char *team, const struct create_spe
 	}
 	if (r < 0) {
 		util_rm_rf(run_dir);
-		sbx__set_err(err, r == -ETIMEDOUT ? API_ERR_VM_START_TIMEOUT : API_ERR_VM_START_FAILED,
-			     "the VM did not start: %s", verr.msg[0] ? verr.msg : strerror(-r));
+		if (deleted_meanwhile(sb, cs, 0))
+			sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND,
+				     "sandbox %s was deleted while it was being started", id);
+		else
+			sbx__set_err(err, r == -ETIMEDOUT ? API_ERR_VM_START_TIMEOUT
+							  : API_ERR_VM_START_FAILED,
+				     "the VM did not start: %s", verr.msg[0] ? verr.msg : strerror(-r));
 		goto undo;
 	}
 	/* Its network from the start: what the guest sent meanwhile waits in the
@@ -229,7 +263,11 @@ int sbx__create(struct sandboxes *reg, const char *team, const struct create_spe
 		vm_stop(vm);
 		vm_free(vm);
 		util_rm_rf(run_dir);
-		sbx__set_err(err, API_ERR_INTERNAL, "could not record the sandbox");
+		if (deleted_meanwhile(sb, cs, r))
+			sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND,
+				     "sandbox %s was deleted while it was being started", id);
+		else
+			sbx__set_err(err, API_ERR_INTERNAL, "could not record the sandbox");
 		goto undo;
 	}
 	vm_set_log_label(vm, id);

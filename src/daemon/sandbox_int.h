@@ -96,6 +96,10 @@ struct create_spec {
 	const struct net_policy *network; /* its network policy (copied) */
 };
 
+/* sbx__team_live - how many of team's sandboxes are being created or run
+ * (what counts toward --max-sandboxes-per-team).  Any thread. */
+unsigned sbx__team_live(struct sandboxes *reg, const char *team);
+
 /*
  * sbx__create - reserve a slot for team (429), restore a VM as cs says
  * into <sandboxes>/<id>, record the row, link the handle RUNNING.  On

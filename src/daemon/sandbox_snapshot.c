@@ -108,7 +108,8 @@ static int quota_check(struct sbx *sb, const struct capture_req *cr, struct sbx_
 		return sbx__set_err(err, API_ERR_TOO_MANY_SNAPSHOTS,
 				    "team '%s' keeps %lld MiB in snapshots, forks' captures and "
 				    "paused sandboxes, the limit is %llu MiB "
-				    "(--max-snapshot-disk-per-team): delete some first",
+				    "(--max-snapshot-disk-per-team): delete some first (a deleted "
+				    "snapshot counts while a sandbox still sits on it)",
 				    sb->team, (long long)(bytes >> 20),
 				    (unsigned long long)d->cfg.max_snapshot_disk_mib);
 	return 0;
@@ -283,6 +284,15 @@ int sbx_fork(struct sandboxes *reg, const char *team, const char *id, unsigned c
 	struct sbx *sb = acquire(reg, team, id, err);
 	if (!sb)
 		return -EINVAL;
+	/* Checked again by each create; this spares a capture and forks that
+	 * would go again at once. */
+	unsigned live = sbx__team_live(reg, team);
+	if (live + count > d->cfg.max_sandboxes_per_team) {
+		sbx_release(sb);
+		return sbx__set_err(err, API_ERR_TOO_MANY_SANDBOXES,
+				    "team '%s' has %u sandboxes: %u forks would pass the limit of %u",
+				    team, live, count, d->cfg.max_sandboxes_per_team);
+	}
 	struct capture_req cr = {.kind = "fork"};
 	struct snapshot_row srow;
 	int r = capture(sb, &cr, &srow, err);
@@ -432,7 +442,8 @@ int sbx_pause(struct sandboxes *reg, const char *team, const char *id, struct sa
 	sb->end_requested = 1;
 	pthread_mutex_unlock(&sb->lock);
 	int r = mine ? pause_live(sb, NULL, row, err)
-		     : sbx__set_err(err, API_ERR_SANDBOX_NOT_RUNNING, "sandbox %s is stopping", id);
+		     : sbx__set_err(err, API_ERR_SANDBOX_NOT_RUNNING,
+				    "sandbox %s is being stopped or paused", id);
 	if (mine && r < 0) {
 		pthread_mutex_lock(&sb->lock);
 		sb->end_requested = 0;
@@ -468,7 +479,7 @@ int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t 
 		return r == -ENOENT ? sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", id)
 				    : sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
 	if (strcmp(pr.status, "paused") != 0) {
-		sbx__set_err(err, API_ERR_SANDBOX_NOT_PAUSED, "sandbox %s is %s, not paused", id,
+		sbx__set_err(err, API_ERR_SANDBOX_NOT_PAUSED, "sandbox %s is not paused (its status: %s)", id,
 			     pr.status);
 		sandbox_row_clear(&pr);
 		return -EINVAL;
@@ -484,7 +495,13 @@ int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t 
 	struct net_policy *policy = sbx__row_policy(&pr);
 	cs.network = policy;
 	r = snaps_get(d->snaps, pr.snapshot, &cs.snap, &cs.t, msg, sizeof(msg));
-	if (r < 0)
+	struct sandbox_row now;
+	int gone = r == -ENOENT ? store_sandbox_get(d->store, id, &now) : 0;
+	if (r == -ENOENT && gone == 0)
+		sandbox_row_clear(&now);
+	if (gone == -ENOENT) /* deleted since its row was read: its capture went */
+		sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND, "sandbox %s was deleted meanwhile", id);
+	else if (r < 0)
 		sbx__snapshot_err(err, r, pr.snapshot, msg);
 	else
 		r = sbx__create(reg, team, &cs, row, NULL, err);
@@ -494,6 +511,9 @@ int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t 
 		       pr.snapshot);
 	}
 	snaps_put(cs.snap, cs.t);
+	/* A delete while this resume held the capture could not remove it. */
+	if (r < 0)
+		snaps_gc(d->snaps);
 	json_decref(env);
 	json_decref(meta);
 	net_policy_free(policy);

@@ -4,7 +4,9 @@
  *
  * Locking: ss->lock guards the cache (list, refs, counters); load_lock
  * makes loads one at a time (a load reads a row and a few small files);
- * gc_lock makes collections one at a time.  Order: load_lock, then lock.
+ * gc_lock makes collections one at a time; a collection removes each
+ * snapshot under load_lock, so no load picks up one being removed.
+ * Order: gc_lock, then load_lock, then lock.
  * Background jobs (merge, flatten) hold a reference on what they work on
  * and are counted in jobs, which snaps_free waits for.
  */
@@ -398,15 +400,19 @@ void snaps_captured(struct snaps *ss, const char *id, int depth)
 
 /* Remove snapshot id's files and row, unless a handle holds it.  1 when
  * removed. */
+/* Under load_lock, so that no snaps_get loads id (its row still there)
+ * while its folder is being removed. */
 static int remove_one(struct snaps *ss, const char *id)
 {
 	struct snap *dead = NULL;
+	pthread_mutex_lock(&ss->load_lock);
 	pthread_mutex_lock(&ss->lock);
 	for (struct snap *s = ss->head; s; s = s->next) {
 		if (strcmp(s->id, id) != 0)
 			continue;
 		if (s->refs > 0) {
 			pthread_mutex_unlock(&ss->lock);
+			pthread_mutex_unlock(&ss->load_lock);
 			return 0;
 		}
 		unlink_locked(s);
@@ -417,14 +423,14 @@ static int remove_one(struct snaps *ss, const char *id)
 	if (dead)
 		entry_free(dead);
 	char dir[PATH_MAX];
-	if (snaps_dir(ss, id, dir) < 0)
-		return 0;
-	int r = util_rm_rf(dir);
-	if (r < 0 && r != -ENOENT) {
+	int r = snaps_dir(ss, id, dir);
+	if (r == 0 && (r = util_rm_rf(dir)) < 0 && r != -ENOENT)
 		log_kv(LOG_WARN, "snapshot.rm_failed", "id=%s err=%d", id, r);
+	else if (r == 0 || r == -ENOENT)
+		store_snapshot_delete(ss->d->store, id);
+	pthread_mutex_unlock(&ss->load_lock);
+	if (r < 0 && r != -ENOENT)
 		return 0;
-	}
-	store_snapshot_delete(ss->d->store, id);
 	log_kv(LOG_INFO, "snapshot.removed", "id=%s", id);
 	return 1;
 }

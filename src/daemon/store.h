@@ -215,9 +215,10 @@ int store_snapshot_delete(struct store *s, const char *id);
 /* store_snapshot_count - ready user snapshots of team into *n. */
 int store_snapshot_count(struct store *s, const char *team, int64_t *n);
 
-/* store_snapshot_bytes - the size_bytes of team's ready (and pending,
- * 0 until ready) captures of every kind (snapshots, forks' captures,
- * paused sandboxes), summed into *bytes. */
+/* store_snapshot_bytes - the size_bytes of team's captures of every kind
+ * (snapshots, forks' captures, paused sandboxes) whose files are on disk
+ * (ready, pending: 0 until ready, and deleted ones that a sandbox still
+ * needs: their rows go with their files), summed into *bytes. */
 int store_snapshot_bytes(struct store *s, const char *team, int64_t *bytes);
 
 /*

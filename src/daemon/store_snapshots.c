@@ -139,7 +139,7 @@ int store_snapshot_bytes(struct store *s, const char *team, int64_t *bytes)
 {
 	return store__int64(s, "snapshot_bytes",
 			    "SELECT COALESCE(SUM(size_bytes), 0) FROM snapshots WHERE team = ?1 "
-			    "AND state IN ('pending','ready')",
+			    "AND state IN ('pending','ready','deleted')",
 			    STORE_ARGS(STORE_TEXT(team)), bytes);
 }
 

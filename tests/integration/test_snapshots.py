@@ -222,10 +222,14 @@ def test_snapshot_disk_per_team_is_capped(daemon_factory, template):
     """--max-snapshot-disk-per-team 1 (MiB): the first snapshot is taken
     (the team held nothing), the next is refused while it is kept, and so are
     a fork and a pause (their captures hold disk too: a sandbox forked again
-    and again kept a frozen disk layer per fork, counted nowhere); all are
-    taken again once it is deleted (the control: the refusal is the cap)."""
+    and again kept a frozen disk layer per fork, counted nowhere).  Deleting
+    the snapshot frees nothing while the sandbox sits on its layer (snapshot
+    then delete, again and again, filled the host past the limit); once the
+    sandbox is gone too, a new one's captures are taken (the control: the
+    refusal is the cap)."""
     d = daemon_factory("snapquota", ["--pool-size", "0", "--max-snapshot-disk-per-team", "1"])
     sid = create_sandbox(d, template, ttl_seconds=600)["id"]
+    other = None
     try:
         r = exec_cmd(d, sid, "head -c 3000000 /dev/urandom > /workspace/noise && sync")
         assert r["exit_code"] == 0, r
@@ -242,13 +246,64 @@ def test_snapshot_disk_per_team_is_capped(daemon_factory, template):
         assert len(d.request("GET", "/v1/sandboxes").json()["sandboxes"]) == 1
         assert d.request("DELETE", f"/v1/snapshots/{first}").status == 204
         r = d.request("POST", f"/v1/sandboxes/{sid}/snapshots")
-        assert r.status == 201, r
-        assert d.request("DELETE", f"/v1/snapshots/{r.json()['id']}").status == 204
-        r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {})
+        assert r.status == 429 and r.error_code() == "too_many_snapshots", r
+        assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+        other = create_sandbox(d, template, ttl_seconds=600)["id"]
+        r = d.request("POST", f"/v1/sandboxes/{other}/fork", {})
         assert r.status == 201, r
         assert d.request("DELETE", f"/v1/sandboxes/{r.json()['sandboxes'][0]['id']}").status == 204
     finally:
         d.request("DELETE", f"/v1/sandboxes/{sid}")
+        if other:
+            d.request("DELETE", f"/v1/sandboxes/{other}")
+
+
+def test_fork_past_the_sandbox_limit_is_refused_first(daemon_factory, template):
+    """--max-sandboxes-per-team 2 with one sandbox: a fork of 2 is refused
+    before anything is captured or started (the previous daemon captured,
+    started a fork, ended it and then said the team had 2 sandboxes); a fork
+    of 1 is taken (the control)."""
+    d = daemon_factory("forklimit", ["--pool-size", "0", "--max-sandboxes-per-team", "2"])
+    sid = create_sandbox(d, template, ttl_seconds=600)["id"]
+    try:
+        r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {"count": 2})
+        assert r.status == 429 and r.error_code() == "too_many_sandboxes", r
+        assert "has 1 sandboxes: 2 forks" in r.json()["error"]["message"], r
+        assert not any((d.data_dir / "snapshots").iterdir())
+        r = d.request("POST", f"/v1/sandboxes/{sid}/fork", {"count": 1})
+        assert r.status == 201, r
+        assert d.request("DELETE", f"/v1/sandboxes/{r.json()['sandboxes'][0]['id']}").status == 204
+    finally:
+        d.request("DELETE", f"/v1/sandboxes/{sid}")
+
+
+def test_resume_racing_a_delete(daemon_factory, template):
+    """A paused sandbox deleted while it is being resumed: the resume answers
+    200 (it came first) or 404, never 500, and no capture is left on disk
+    (the previous daemon answered 500 and kept the pause's capture until its
+    next start)."""
+    d = daemon_factory("resumerace", ["--pool-size", "0"])
+    snaps = d.data_dir / "snapshots"
+    outcomes = set()
+    for delay in (0.05, 0.0, 0.1):
+        sid = create_sandbox(d, template, ttl_seconds=600)["id"]
+        assert d.request("POST", f"/v1/sandboxes/{sid}/pause").status == 200
+        assert any(snaps.iterdir())  # the control: the pause's capture is there
+        got = {}
+        t = threading.Thread(target=lambda: got.update(
+            r=d.request("POST", f"/v1/sandboxes/{sid}/resume")))
+        t.start()
+        time.sleep(delay)
+        assert d.request("DELETE", f"/v1/sandboxes/{sid}").status in (204, 404)
+        t.join()
+        r = got["r"]
+        assert r.status in (200, 404), r
+        if r.status == 404:
+            assert r.error_code() == "sandbox_not_found", r
+        outcomes.add(r.status)
+        d.request("DELETE", f"/v1/sandboxes/{sid}")
+        wait_for(lambda: not any(snaps.iterdir()), 10, what="the capture to go")
+    print("resume outcomes:", sorted(outcomes))
 
 
 def test_pause_survives_a_killed_daemon(daemon_factory, template):
@@ -312,7 +367,7 @@ def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factor
     sandbox is captured again; no fork's QEMU is left over."""
     d = daemon_factory("cut-" + what, ["--pool-size", "0"])
     caught = None
-    for delay in (0.25, 0.15, 0.4, 0.1, 0.6, 0.2):
+    for delay in (0.25, 0.15, 0.4, 0.1, 0.6, 0.2, 0.05, 0.12, 0.18, 0.08, 0.3, 0.03):
         sid = create_sandbox(d, template, ttl_seconds=900)["id"]
         # Memory to copy, so the capture keeps the guest stopped a while.
         r = exec_cmd(d, sid, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=200 2>&1")
@@ -333,14 +388,20 @@ def test_capture_cut_by_a_killed_daemon_leaves_the_sandbox_running(daemon_factor
             caught = sid
             break
         d.start()
-        assert d.request("DELETE", f"/v1/sandboxes/{sid}").status == 204
+        # The kill came after the capture: forks the daemon had finished are
+        # sandboxes (listed, ended at their TTL); delete them with the source.
+        for s in d.request("GET", "/v1/sandboxes").json()["sandboxes"]:
+            assert d.request("DELETE", f"/v1/sandboxes/{s['id']}").status == 204
     assert caught, "no kill landed during a capture"
     d.start()
     assert d.request("GET", f"/v1/sandboxes/{caught}").json()["status"] == "running"
     # A frozen guest answers no exec (the old daemon's 502 after 5 s).
     r = exec_cmd(d, caught, "echo alive")
     assert r["exit_code"] == 0 and r["stdout"] == "alive\n", r
-    assert len(all_qemu_pids(d.data_dir)) == 1  # the source's alone
+    # The source's alone: a fork whose start a kill cut short has no row;
+    # the new daemon removes its folder and ends its QEMU; the deleted
+    # sandboxes' QEMUs end too (not at once).
+    wait_for(lambda: len(all_qemu_pids(d.data_dir)) == 1, 20, what="the other QEMUs to end")
     r = d.request("POST", f"/v1/sandboxes/{caught}/snapshots", {})
     assert r.status == 201, r
     r = d.request("POST", f"/v1/sandboxes/{caught}/fork", {})
