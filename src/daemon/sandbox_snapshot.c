@@ -479,8 +479,8 @@ int sbx_resume(struct sandboxes *reg, const char *team, const char *id, int64_t 
 		return r == -ENOENT ? sbx__set_err(err, API_ERR_SANDBOX_NOT_FOUND, "no sandbox '%.64s'", id)
 				    : sbx__set_err(err, API_ERR_INTERNAL, "the registry failed");
 	if (strcmp(pr.status, "paused") != 0) {
-		sbx__set_err(err, API_ERR_SANDBOX_NOT_PAUSED, "sandbox %s is not paused (its status: %s)", id,
-			     pr.status);
+		sbx__set_err(err, API_ERR_SANDBOX_NOT_PAUSED,
+			     "sandbox %s is not paused (its status: %s)", id, pr.status);
 		sandbox_row_clear(&pr);
 		return -EINVAL;
 	}

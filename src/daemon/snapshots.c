@@ -399,9 +399,8 @@ void snaps_captured(struct snaps *ss, const char *id, int depth)
 }
 
 /* Remove snapshot id's files and row, unless a handle holds it.  1 when
- * removed. */
-/* Under load_lock, so that no snaps_get loads id (its row still there)
- * while its folder is being removed. */
+ * removed.  Under load_lock, so that no snaps_get loads id (its row still
+ * there) while its folder is being removed. */
 static int remove_one(struct snaps *ss, const char *id)
 {
 	struct snap *dead = NULL;
