@@ -118,7 +118,9 @@ static void *open_one(struct jupyter_conn *c, enum jupyter_channel ch)
 }
 
 /* Watch the iopub socket for a dropped link: its monitor's events go to
- * an inproc PAIR named after the connection.  0 or -errno. */
+ * an inproc PAIR of ours, connected before the monitor binds (inproc
+ * allows it), so that no event is ever sent with nobody to take it.
+ * 0 or -errno. */
 static int watch_iopub(struct jupyter_conn *c)
 {
 	/* A name of its own each time: a closed monitor's name may stay
@@ -127,30 +129,31 @@ static int watch_iopub(struct jupyter_conn *c)
 	char ep[64];
 	snprintf(ep, sizeof(ep), "inproc://jupyter-iopub-%llu",
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	if (zmq_socket_monitor(c->sock[JUPYTER_IOPUB], ep, ZMQ_EVENT_DISCONNECTED) < 0)
-		return -errno;
 	void *w = zmq_socket(jupyter_zmq_context(), ZMQ_PAIR);
 	int zero = 0;
-	if (!w || zmq_setsockopt(w, ZMQ_LINGER, &zero, sizeof(zero)) < 0 || zmq_connect(w, ep) < 0) {
+	if (!w || zmq_setsockopt(w, ZMQ_LINGER, &zero, sizeof(zero)) < 0 || zmq_connect(w, ep) < 0 ||
+	    zmq_socket_monitor(c->sock[JUPYTER_IOPUB], ep, ZMQ_EVENT_DISCONNECTED) < 0) {
 		int e = errno ? errno : EIO;
 		if (w)
 			zmq_close(w);
-		zmq_socket_monitor(c->sock[JUPYTER_IOPUB], NULL, 0);
 		return -e;
 	}
 	c->iopub_watch = w;
 	return 0;
 }
 
+/* The monitor stops before its reader goes: libzmq's I/O thread sends
+ * monitor events blocking, and one sent to a PAIR with no peer (a kernel's
+ * link dropping as it is killed) would stall every socket of the context. */
 static void close_iopub(struct jupyter_conn *c)
 {
+	if (c->sock[JUPYTER_IOPUB])
+		zmq_socket_monitor(c->sock[JUPYTER_IOPUB], NULL, 0);
 	if (c->iopub_watch)
 		zmq_close(c->iopub_watch);
 	c->iopub_watch = NULL;
-	if (c->sock[JUPYTER_IOPUB]) {
-		zmq_socket_monitor(c->sock[JUPYTER_IOPUB], NULL, 0);
+	if (c->sock[JUPYTER_IOPUB])
 		zmq_close(c->sock[JUPYTER_IOPUB]);
-	}
 	c->sock[JUPYTER_IOPUB] = NULL;
 }
 
@@ -180,7 +183,7 @@ void *jupyter_conn_iopub_watch(const struct jupyter_conn *c)
 	return c->iopub_watch;
 }
 
-int jupyter_conn_iopub_check(struct jupyter_conn *c)
+int jupyter_conn_iopub_dropped(struct jupyter_conn *c)
 {
 	int dropped = 0;
 	for (;;) {
@@ -204,18 +207,19 @@ int jupyter_conn_iopub_check(struct jupyter_conn *c)
 			zmq_msg_close(&m);
 		}
 	}
-	if (!dropped)
-		return 0;
+	return dropped;
+}
+
+int jupyter_conn_iopub_reopen(struct jupyter_conn *c)
+{
 	close_iopub(c);
 	c->sock[JUPYTER_IOPUB] = open_one(c, JUPYTER_IOPUB);
 	if (!c->sock[JUPYTER_IOPUB])
 		return -(errno ? errno : EIO);
 	int r = watch_iopub(c);
-	if (r < 0) {
+	if (r < 0)
 		close_iopub(c);
-		return r;
-	}
-	return 1;
+	return r;
 }
 
 void jupyter_conn_close(struct jupyter_conn *c)

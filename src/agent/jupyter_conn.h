@@ -126,13 +126,15 @@ int jupyter_conn_hb_reset(struct jupyter_conn *c);
  *   jupyter_conn_iopub_watch - a socket for zmq_poll (POLLIN) that becomes
  *                              readable when the iopub link dropped (NULL
  *                              if closed)
- *   jupyter_conn_iopub_check - read the watch's events: if the link
- *                              dropped, recreate the iopub SUB (what was
- *                              in flight is lost).  1 recreated, 0 nothing
- *                              happened, -errno (iopub is then closed).
+ *   jupyter_conn_iopub_dropped - read the watch's events: 1 if the link
+ *                              dropped, else 0
+ *   jupyter_conn_iopub_reopen  - recreate the iopub SUB and its watch (what
+ *                              was in flight is lost): 0, or -errno (iopub
+ *                              is then closed)
  * Client thread only, like the rest of the connection.
  */
 void *jupyter_conn_iopub_watch(const struct jupyter_conn *c);
-int jupyter_conn_iopub_check(struct jupyter_conn *c);
+int jupyter_conn_iopub_dropped(struct jupyter_conn *c);
+int jupyter_conn_iopub_reopen(struct jupyter_conn *c);
 
 #endif

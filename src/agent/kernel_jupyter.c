@@ -55,6 +55,8 @@
 #define DRAIN_MAX 256
 /* ... or for this long, ms (drain). */
 #define DRAIN_BUDGET_MS 100
+/* Times the iopub link of one kernel is made again after it dropped. */
+#define IOPUB_REOPEN_MAX 64u
 
 struct jup {
 	struct jupyter_conn conn;
@@ -66,6 +68,7 @@ struct jup {
 	int64_t next_nudge;
 	int hb_misses;
 	int64_t hb_next;
+	unsigned iopub_reopens;       /* iopub_check */
 };
 
 static void jup_free(struct jup *j)
@@ -234,26 +237,27 @@ static void read_log(struct jup *j)
 	}
 }
 
-/* The iopub link dropped: it is made again.  While the kernel lives, that
- * was a frame over JUPYTER_FRAME_MAX, and the current run is told its
- * output has a gap; a kernel that just ended is the death path's. */
+/* The iopub link dropped.  While the kernel lives, that was a frame over
+ * JUPYTER_FRAME_MAX: the link is made again (at most IOPUB_REOPEN_MAX
+ * times for one kernel, so a link that keeps dropping cannot spin) and the
+ * current run is told its output has a gap.  The link of a kernel that
+ * ended is the death path's: nothing is made again for it. */
 static void iopub_check(struct kernel_ctx *c, struct jup *j)
 {
-	int r = jupyter_conn_iopub_check(&j->conn);
-	if (r == 0)
+	if (!jupyter_conn_iopub_dropped(&j->conn))
 		return;
-	if (r < 0) {
-		log_kv(LOG_ERROR, "kernel.iopub_lost", "pid=%ld r=%d", (long)c->proc.pid, r);
-		kernel__on_lost(c, "the kernel's output channel could not be reconnected");
-		return;
-	}
 	char st;
 	uint64_t cpu;
 	int alive = kernel_proc_sample(&c->proc, &st, &cpu) == 0 && st != 'Z' && st != 'X';
-	log_kv(alive ? LOG_WARN : LOG_DEBUG, "kernel.iopub_reconnected",
-	       "pid=%ld alive=%d max_frame=%lld", (long)c->proc.pid, alive,
-	       (long long)JUPYTER_FRAME_MAX);
-	if (alive)
+	log_kv(alive ? LOG_WARN : LOG_DEBUG, "kernel.iopub_dropped",
+	       "pid=%ld alive=%d reopened=%u max_frame=%lld", (long)c->proc.pid, alive,
+	       j->iopub_reopens, (long long)JUPYTER_FRAME_MAX);
+	if (!alive)
+		return;
+	int r = j->iopub_reopens++ < IOPUB_REOPEN_MAX ? jupyter_conn_iopub_reopen(&j->conn) : -EMLINK;
+	if (r < 0)
+		kernel__on_lost(c, "the kernel's output channel could not be made again");
+	else
 		kernel__on_iopub_gap(c);
 }
 
