@@ -62,12 +62,14 @@ int kernel_late_flush(struct kernel_late *l, struct jupyter_exec *x)
 }
 
 int kernel_late_route(struct kernel_late *l, const struct jupyter_msg *m, const char *cur_msg_id,
-		      struct jupyter_exec *user_x)
+		      const char *cut_msg_id, struct jupyter_exec *user_x)
 {
 	if (!m->msg_type || strcmp(m->msg_type, "stream") != 0)
 		return 0;
 	if (cur_msg_id && cur_msg_id[0] && m->parent_id && !strcmp(m->parent_id, cur_msg_id))
 		return 0;
+	if (cut_msg_id && cut_msg_id[0] && m->parent_id && !strcmp(m->parent_id, cut_msg_id))
+		return 1;
 	const char *name = json_string_value(json_object_get(m->content, "name"));
 	json_t *text = json_object_get(m->content, "text");
 	if (!name || !json_is_string(text))

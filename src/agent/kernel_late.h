@@ -54,10 +54,12 @@ int kernel_late_flush(struct kernel_late *l, struct jupyter_exec *x);
  * when it is one of the user's (NULL otherwise), else into l.  Returns 0
  * when m is not such output (the caller handles it), 2 when it went to
  * user_x (whose events the caller flushes), 1 when it was kept (or was
- * malformed and dropped).
+ * malformed and dropped).  Output of cut_msg_id (the last run, ended cut
+ * short: interrupted, timed out or at its cap; NULL or "" if none) is
+ * dropped (1): what such a run printed before it stopped is nobody's.
  */
 int kernel_late_route(struct kernel_late *l, const struct jupyter_msg *m, const char *cur_msg_id,
-		      struct jupyter_exec *user_x);
+		      const char *cut_msg_id, struct jupyter_exec *user_x);
 
 /* kernel_late_clear - forget what waits (e.g. a spare's warm-up output). */
 void kernel_late_clear(struct kernel_late *l);

@@ -13,10 +13,9 @@
  *
  * One job runs at a time (c->cur); the rest wait in c->jobs, so a busy
  * context queues and never sends a second execute_request.  A run ends
- * when the kernel sent both its reply and idle (or one of them and the
- * other did not follow in time), when the kernel dies, or when the
- * interrupt after a timeout went unanswered for the grace period (kill +
- * restart).
+ * when the kernel sent both its reply and idle (or one of them plus
+ * FINISH_GRACE_MS), when the kernel dies, or when the interrupt after a
+ * timeout went unanswered for the grace period (kill + restart).
  * Threads: this file runs only on the client thread.
  */
 #include <errno.h>
@@ -32,13 +31,8 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* After the reply without idle (or idle without reply), wait this long for
- * the other: FINISH_GRACE_MS after an interrupt (a second SIGINT may have
- * cut the kernel's own report short), FINISH_WAIT_MS otherwise (the kernel
- * always sends both; a flood of an earlier cell can hold its iopub thread
- * for seconds, and the results come with it). */
+/* After the reply without idle (or idle without reply), wait this long. */
 #define FINISH_GRACE_MS 3000
-#define FINISH_WAIT_MS 60000
 /* Reaped by the agent but not yet reported: give up after this long, ms
  * (kernel_thread.c looks again every DEATH_RECHECK_MS). */
 #define DEATH_REPORT_WAIT_MS 1000
@@ -558,11 +552,7 @@ static int is_reaction(const struct jupyter_msg *m)
 
 void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 {
-	/* Output of a run cut short, still on its way: nobody's. */
-	if (c->cut_msg_id[0] && m->parent_id && !strcmp(m->parent_id, c->cut_msg_id) &&
-	    m->msg_type && !strcmp(m->msg_type, "stream"))
-		return;
-	int late = kernel_late_route(&c->late, m, c->cur ? c->x.msg_id : NULL,
+	int late = kernel_late_route(&c->late, m, c->cur ? c->x.msg_id : NULL, c->cut_msg_id,
 				     c->cur && c->cur->kind == JOB_USER ? &c->x : NULL);
 	if (late == 2)
 		flush_events(c);
@@ -579,8 +569,7 @@ void kernel__on_message(struct kernel_ctx *c, const struct jupyter_msg *m)
 	if (jupyter_exec_complete(&c->x)) {
 		kernel__finish(c, NULL);
 	} else if ((c->x.got_reply || c->x.got_idle) && !c->finish_deadline) {
-		c->finish_deadline =
-			util_now_ms() + (c->cur_interrupted ? FINISH_GRACE_MS : FINISH_WAIT_MS);
+		c->finish_deadline = util_now_ms() + FINISH_GRACE_MS;
 	}
 }
 
