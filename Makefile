@@ -78,8 +78,12 @@ HOST_LIBS  := -lmicrohttpd -ljansson -lsqlite3 -lcurl -lcrypto -lnftables -lcare
 PROGRAMS := $(BUILD)/pandastack-agent $(BUILD)/pandastackd $(BUILD)/pandastack \
             $(BUILD)/pandastack-engine
 
+# The C benchmarks build with everything, so a change that breaks one fails
+# the build, not the next person who runs it.
+BENCH_BINS := $(BUILD)/bench/create $(BUILD)/bench/agent $(BUILD)/bench/kernel
+
 .PHONY: all help
-all: $(PROGRAMS)
+all: $(PROGRAMS) $(BENCH_BINS)
 
 help:
 	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile

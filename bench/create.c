@@ -235,8 +235,8 @@ static void peer_end(struct peer *p)
 static void peer_report(struct peer *p, const char *what, int r)
 {
 	char q[160] = "", c[160] = "";
-	spawn_log_tail(p->dir, "qemu.log", q, sizeof(q));
-	spawn_log_tail(p->dir, "console.log", c, sizeof(c));
+	spawn_log_tail(p->dir, "qemu.log", NULL, q, sizeof(q));
+	spawn_log_tail(p->dir, "console.log", NULL, c, sizeof(c));
 	fprintf(stderr, "bench: %s failed: %s; qemu: %s; console: %s\n", what, strerror(-r), q, c);
 }
 
