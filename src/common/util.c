@@ -208,6 +208,20 @@ int util_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int util_copy_range(int in, int out, uint64_t len)
+{
+	while (len > 0) {
+		size_t step = len > (uint64_t)SSIZE_MAX ? (size_t)SSIZE_MAX : (size_t)len;
+		ssize_t n = copy_file_range(in, NULL, out, NULL, step, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
 ssize_t util_read_full(int fd, void *buf, size_t n)
 {
 	size_t got = 0;

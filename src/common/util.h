@@ -60,4 +60,9 @@ int util_write_file(const char *path, const void *buf, size_t len, unsigned mode
 int util_write_all(int fd, const void *buf, size_t n);
 ssize_t util_read_full(int fd, void *buf, size_t n);
 
+/* util_copy_range - copy len bytes from in's offset to out's (both files;
+ * in-kernel, with copy_file_range, which shares extents where the file
+ * system can).  0; -EIO when in ends first; -errno. */
+int util_copy_range(int in, int out, uint64_t len);
+
 #endif

@@ -10,19 +10,14 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 int auth_hash(const char *secret, char out[AUTH_HASH_HEX_LEN + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	if (!EVP_Digest(secret, strlen(secret), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return -EIO;
-	util_hex(md, 32, out);
-	return 0;
+	return sha256_hex(secret, strlen(secret), out);
 }
 
 int auth_make_key(char secret[AUTH_KEY_LEN + 1], char hash[AUTH_HASH_HEX_LEN + 1],

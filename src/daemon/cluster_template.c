@@ -34,9 +34,10 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
+#include "common/json_get.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
@@ -80,9 +81,9 @@ static int hash_file(const char *path, char sha[CLUSTER_HASH_HEX], uint64_t *siz
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	struct sha256 h;
 	char *buf = malloc(TPL_IO_BLOCK);
-	int r = ctx && buf && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : -ENOMEM;
+	int r = buf ? sha256_init(&h) : -ENOMEM;
 	uint64_t total = 0;
 	while (!r) {
 		if (stop && *stop) {
@@ -94,18 +95,15 @@ static int hash_file(const char *path, char sha[CLUSTER_HASH_HEX], uint64_t *siz
 			r = (int)n;
 		else if (n == 0)
 			break;
-		else if (!EVP_DigestUpdate(ctx, buf, (size_t)n))
-			r = -EIO;
+		else
+			sha256_update(&h, buf, (size_t)n);
 		total += n > 0 ? (uint64_t)n : 0;
 	}
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	if (!r && (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32))
-		r = -EIO;
 	if (!r)
-		util_hex(md, 32, sha);
+		r = sha256_final_hex(&h, sha);
+	else if (buf)
+		sha256_drop(&h);
 	*size = total;
-	EVP_MD_CTX_free(ctx);
 	free(buf);
 	close(fd);
 	return r;
@@ -114,22 +112,17 @@ static int hash_file(const char *path, char sha[CLUSTER_HASH_HEX], uint64_t *siz
 /* The content hash of m's lines. */
 static int manifest_hash(const struct tpl_manifest *m, char out[CLUSTER_HASH_HEX])
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	for (size_t i = 0; ok && i < m->n; i++) {
+	struct sha256 h;
+	int r = sha256_init(&h);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < m->n; i++) {
 		char line[128];
 		int k = snprintf(line, sizeof(line), "%s %llu %s\n", m->files[i].role,
 				 (unsigned long long)m->files[i].size, m->files[i].sha);
-		ok = EVP_DigestUpdate(ctx, line, (size_t)k);
+		sha256_update(&h, line, (size_t)k);
 	}
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return -EIO;
-	util_hex(md, 32, out);
-	return 0;
+	return sha256_final_hex(&h, out);
 }
 
 /* The files of local template name, with sizes and mtimes (no hashes). */
@@ -419,7 +412,7 @@ int cluster_internal(struct cluster *c, struct http_req *r, const char *url)
 
 struct sink {
 	int fd;
-	EVP_MD_CTX *ctx;
+	struct sha256 *hash; /* NULL for the manifest */
 	uint64_t got, want;
 	int err;
 	struct dynbuf *mem;   /* the manifest: kept in memory instead */
@@ -443,10 +436,7 @@ static size_t on_file_data(char *p, size_t size, size_t n, void *arg)
 		s->err = -EFBIG;
 		return 0;
 	}
-	if (!EVP_DigestUpdate(s->ctx, p, len)) {
-		s->err = -EIO;
-		return 0;
-	}
+	sha256_update(s->hash, p, len);
 	/* zeros become holes: guest RAM and disk images are mostly empty */
 	if (all_zero(p, len)) {
 		if (lseek(s->fd, (off_t)len, SEEK_CUR) < 0) {
@@ -510,39 +500,29 @@ static int fetch_file(struct cluster *c, const struct cluster_node *node,
 	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (s.fd < 0)
 		return -errno;
-	s.ctx = EVP_MD_CTX_new();
-	int r = s.ctx && EVP_DigestInit_ex(s.ctx, EVP_sha256(), NULL) ? 0 : -ENOMEM;
+	struct sha256 h;
+	s.hash = &h;
+	int r = sha256_init(&h);
 	if (!r)
 		r = fetch(c, node, rpath, &s);
 	if (!r && (s.got != s.want || ftruncate(s.fd, (off_t)s.want) < 0))
 		r = -EIO;
-	unsigned char md[32];
-	unsigned mdlen = 0;
 	char sha[CLUSTER_HASH_HEX];
-	if (!r && (!EVP_DigestFinal_ex(s.ctx, md, &mdlen) || mdlen != 32))
-		r = -EIO;
-	if (!r && strcmp(util_hex(md, 32, sha), m->files[i].sha) != 0) {
+	if (!r)
+		r = sha256_final_hex(&h, sha);
+	else
+		sha256_drop(&h);
+	if (!r && strcmp(sha, m->files[i].sha) != 0) {
 		log_kv(LOG_WARN, "cluster.template_bad_hash", "name=%s file=%s", m->name,
 		       m->files[i].role);
 		r = -EBADMSG;
 	}
 	if (!r && (fsync(s.fd) < 0 || fchmod(s.fd, mode) < 0))
 		r = -errno;
-	EVP_MD_CTX_free(s.ctx);
 	close(s.fd);
 	if (r)
 		unlink(path);
 	return r;
-}
-
-static int str_field(json_t *o, const char *k, char *out, size_t cap)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_string(v) || json_string_length(v) >= cap ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return -EPROTO;
-	memcpy(out, json_string_value(v), json_string_length(v) + 1);
-	return 0;
 }
 
 /* A relative path under the cache that stays under it: no "..", no "//". */
@@ -592,13 +572,13 @@ static int fetch_manifest(struct cluster *c, const struct cluster_node *node, co
 			snprintf(want_role, sizeof(want_role), "%s", tpl_roles[i]);
 		else
 			snprintf(want_role, sizeof(want_role), "layer%zu", i - 4);
-		if (str_field(f, "role", t->role, sizeof(t->role)) < 0 ||
+		if (json_get_str(f, "role", t->role, sizeof(t->role)) < 0 ||
 		    strcmp(t->role, want_role) != 0 ||
-		    str_field(f, "sha256", t->sha, sizeof(t->sha)) < 0 || strlen(t->sha) != 64 ||
+		    json_get_str(f, "sha256", t->sha, sizeof(t->sha)) < 0 || strlen(t->sha) != 64 ||
 		    !json_is_integer(sz) || json_integer_value(sz) < 0 ||
-		    (i >= 4 && (str_field(f, "path", t->path, sizeof(t->path)) < 0 ||
+		    (i >= 4 && (json_get_str(f, "path", t->path, sizeof(t->path)) < 0 ||
 				t->path[0] != '/' ||
-				str_field(f, "rel", t->rel, sizeof(t->rel)) < 0 ||
+				json_get_str(f, "rel", t->rel, sizeof(t->rel)) < 0 ||
 				(t->rel[0] && !rel_ok(t->rel)))))
 			r = -EPROTO;
 		else

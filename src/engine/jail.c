@@ -93,16 +93,7 @@ static int copy_exec_only(const char *src, const char *dst)
 		close(in);
 		return e;
 	}
-	int r = 0;
-	off_t left = st.st_size;
-	while (left > 0) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			break;
-		}
-		left -= n;
-	}
+	int r = util_copy_range(in, out, (uint64_t)st.st_size);
 	close(in);
 	if (r == 0 && (fchown(out, 0, 0) < 0 || fchmod(out, 0711) < 0 || fsync(out) < 0))
 		r = -errno;

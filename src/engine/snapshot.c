@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "common/json_get.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "engine/vm_int.h"
@@ -61,16 +62,6 @@ int snap_write_json(const char *dir, const char *key, const char *parent_key,
 
 /* Copy string field key of o into out (cap bytes); -EINVAL if absent,
  * not a string, too long or holding a NUL. */
-static int json_str(json_t *o, const char *key, char *out, size_t cap)
-{
-	json_t *v = json_object_get(o, key);
-	if (!json_is_string(v) || json_string_length(v) >= cap ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return -EINVAL;
-	memcpy(out, json_string_value(v), json_string_length(v) + 1);
-	return 0;
-}
-
 /* Load dir/snapshot.json: key, parent key, template name and key, RAM. */
 static int load_json(const char *dir, struct snapshot *s, char *err, size_t errlen)
 {
@@ -89,13 +80,13 @@ static int load_json(const char *dir, struct snapshot *s, char *err, size_t errl
 	json_t *par = json_object_get(o, "parent");
 	s->parent_key[0] = '\0';
 	if (!json_is_object(o) || !json_is_integer(fmt) || json_integer_value(fmt) != SNAPSHOT_FORMAT ||
-	    json_str(o, "key", s->key, sizeof(s->key)) < 0 || !key_ok(s->key) ||
-	    json_str(o, "template", s->template_name, sizeof(s->template_name)) < 0 ||
-	    json_str(o, "template_bake", s->template_key, sizeof(s->template_key)) < 0 ||
+	    json_get_str(o, "key", s->key, sizeof(s->key)) < 0 || !key_ok(s->key) ||
+	    json_get_str(o, "template", s->template_name, sizeof(s->template_name)) < 0 ||
+	    json_get_str(o, "template_bake", s->template_key, sizeof(s->template_key)) < 0 ||
 	    !json_is_integer(mib) || json_integer_value(mib) < 16 ||
 	    json_integer_value(mib) > QEMU_MAX_MEMORY_MIB ||
 	    (par && !json_is_null(par) &&
-	     (json_str(o, "parent", s->parent_key, sizeof(s->parent_key)) < 0 ||
+	     (json_get_str(o, "parent", s->parent_key, sizeof(s->parent_key)) < 0 ||
 	      !key_ok(s->parent_key)))) {
 		snprintf(err, errlen, "snapshot.json: missing or bad fields");
 		json_decref(o);

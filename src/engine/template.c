@@ -19,9 +19,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
+#include "common/json_get.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "engine/jail.h"
 #include "engine/proc.h"
@@ -93,32 +94,28 @@ void engine_machine_spec(unsigned memory_mib, unsigned vcpus, enum accel_kind ac
 }
 
 /* Feed one length-prefixed part ("<len>:<bytes>\n") to the digest. */
-static int digest_part(EVP_MD_CTX *ctx, const char *s)
+static void digest_part(struct sha256 *h, const char *s)
 {
 	char pre[32];
 	int n = snprintf(pre, sizeof(pre), "%zu:", strlen(s));
-	return EVP_DigestUpdate(ctx, pre, (size_t)n) && EVP_DigestUpdate(ctx, s, strlen(s)) &&
-	       EVP_DigestUpdate(ctx, "\n", 1);
+	sha256_update(h, pre, (size_t)n);
+	sha256_update(h, s, strlen(s));
+	sha256_update(h, "\n", 1);
 }
 
 int template_key_compute(const char *manifest_key, const char *qemu_version,
 			 const struct strv *machine_args, char out[65])
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	if (!ctx)
-		return -ENOMEM;
-	int ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) && digest_part(ctx, "template-v1") &&
-		 digest_part(ctx, manifest_key) && digest_part(ctx, qemu_version);
-	for (size_t i = 0; ok && i < machine_args->n; i++)
-		ok = digest_part(ctx, machine_args->v[i]);
-	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return -EIO;
-	util_hex(md, 32, out);
-	return 0;
+	struct sha256 h;
+	int r = sha256_init(&h);
+	if (r < 0)
+		return r;
+	digest_part(&h, "template-v1");
+	digest_part(&h, manifest_key);
+	digest_part(&h, qemu_version);
+	for (size_t i = 0; i < machine_args->n; i++)
+		digest_part(&h, machine_args->v[i]);
+	return sha256_final_hex(&h, out);
 }
 
 static int path_in(char *out, const char *dir, const char *name)
@@ -179,15 +176,8 @@ int engine_copy_file(const char *from, const char *to, unsigned mode)
 	}
 	struct stat st;
 	int r = fstat(in, &st) < 0 ? -errno : 0;
-	off_t left = r == 0 ? st.st_size : 0;
-	while (r == 0 && left > 0) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			break;
-		}
-		left -= n;
-	}
+	if (r == 0)
+		r = util_copy_range(in, out, (uint64_t)st.st_size);
 	close(in);
 	if (close(out) < 0 && r == 0)
 		r = -errno;
@@ -207,16 +197,6 @@ int engine_overlay_create(const char *seed, const char *disk, const char *path)
 			"qcow2", (char *)path, NULL};
 	char out[512];
 	return proc_run_ok(argv, 30000, out, sizeof(out));
-}
-
-static int json_str(json_t *o, const char *key, char *out, size_t cap)
-{
-	json_t *v = json_object_get(o, key);
-	if (!json_is_string(v) || json_string_length(v) >= cap ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return -EINVAL;
-	memcpy(out, json_string_value(v), json_string_length(v) + 1);
-	return 0;
 }
 
 static int json_uint(json_t *o, const char *key, unsigned lo, unsigned hi, unsigned *out)
@@ -264,7 +244,7 @@ int template_read_key(const char *cache_dir, const char *name, char out[65])
 	int r = load_json(dir, &o, err, sizeof(err));
 	if (r < 0)
 		return r;
-	r = json_str(o, "key", out, 65);
+	r = json_get_str(o, "key", out, 65);
 	json_decref(o);
 	return r;
 }
@@ -277,14 +257,9 @@ static int file_sha256(const char *path, size_t cap, char out[65])
 	int r = util_read_file(path, cap, &data, &len);
 	if (r < 0)
 		return r;
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	int ok = EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) && mdlen == 32;
+	r = sha256_hex(data, len, out);
 	free(data);
-	if (!ok)
-		return -EIO;
-	util_hex(md, 32, out);
-	return 0;
+	return r;
 }
 
 static int check_file(const char *path, off_t min_size, char *err, size_t errlen)
@@ -338,13 +313,13 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 	enum accel_kind rec_accel;
 	json_t *margs = json_object_get(o, "machine_args");
 	if (json_uint(o, "format", TEMPLATE_FORMAT, TEMPLATE_FORMAT, &fmt) < 0 ||
-	    json_str(o, "name", rec_name, sizeof(rec_name)) < 0 || strcmp(rec_name, name) != 0 ||
-	    json_str(o, "key", t->key, sizeof(t->key)) < 0 ||
-	    json_str(o, "qemu_version", t->qemu_version, sizeof(t->qemu_version)) < 0 ||
+	    json_get_str(o, "name", rec_name, sizeof(rec_name)) < 0 || strcmp(rec_name, name) != 0 ||
+	    json_get_str(o, "key", t->key, sizeof(t->key)) < 0 ||
+	    json_get_str(o, "qemu_version", t->qemu_version, sizeof(t->qemu_version)) < 0 ||
 	    json_uint(o, "memory_mib", 16, QEMU_MAX_MEMORY_MIB, &t->spec.memory_mib) < 0 ||
 	    json_uint(o, "vcpus", 1, QEMU_MAX_VCPUS, &t->spec.vcpus) < 0 ||
 	    json_uint(o, "tb_size_mib", 0, 4096, &tb) < 0 ||
-	    json_str(o, "accel", accel_s, sizeof(accel_s)) < 0 ||
+	    json_get_str(o, "accel", accel_s, sizeof(accel_s)) < 0 ||
 	    accel_parse(accel_s, &rec_accel) < 0 || rec_accel == ACCEL_AUTO ||
 	    !json_is_array(margs) || json_array_size(margs) > STRV_MAX_ITEMS) {
 		snprintf(err, errlen, "%s/template.json: missing or bad fields", t->dir);
