@@ -36,6 +36,7 @@
 
 #include "common/dynbuf.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/util.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
@@ -463,12 +464,7 @@ static int fwd_start(struct cluster_fwd *f)
 	f->started = 1;
 	f->refs++; /* the thread's */
 	pthread_mutex_unlock(&f->lock);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, fwd_main, f);
-	pthread_attr_destroy(&attr);
+	int e = -thread_start_detached(fwd_main, f);
 	if (e) {
 		pthread_mutex_lock(&f->lock);
 		f->done = f->failed = 1;

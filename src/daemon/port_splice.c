@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/util.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -192,14 +193,8 @@ int port_splice_start(const struct port_splice_ends *e)
 		r = -errno;
 	else if (reg.stopping || reg.n >= PORT_SPLICE_MAX)
 		r = -EMFILE;
-	pthread_t t;
-	pthread_attr_t attr;
-	if (!r) {
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		r = -pthread_create(&t, &attr, splice_main, s);
-		pthread_attr_destroy(&attr);
-	}
+	if (!r)
+		r = thread_start_detached(splice_main, s);
 	if (!r)
 		reg.n++;
 	pthread_mutex_unlock(&reg.lock);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/util.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
@@ -590,12 +591,7 @@ int sbx__start_ending(struct sbx *sb, void *(*fn)(void *), void *arg)
 	sb->refs++;
 	reg->ending++;
 	pthread_mutex_unlock(&reg->lock);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
+	int e = -thread_start_detached(fn, arg);
 	if (e == 0)
 		return 0;
 	pthread_mutex_lock(&reg->lock);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
 
@@ -271,12 +272,7 @@ static int job_start(struct snaps *ss, void *(*fn)(void *), void *arg)
 	pthread_mutex_lock(&ss->lock);
 	ss->jobs++;
 	pthread_mutex_unlock(&ss->lock);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
+	int e = -thread_start_detached(fn, arg);
 	if (e) {
 		pthread_mutex_lock(&ss->lock);
 		ss->jobs--;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/utf8.h"
 #include "common/util.h"
 
@@ -408,12 +409,7 @@ int templates_build_start(struct templates *ts, const char *name, int force)
 	job->ts = ts;
 	job->b = b;
 	job->force = force;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, build_thread, job);
-	pthread_attr_destroy(&attr);
+	int e = -thread_start_detached(build_thread, job);
 	if (e) {
 		b->running = 0;
 		snprintf(b->error, sizeof(b->error), "cannot start the build thread");
