@@ -261,6 +261,16 @@ int api_exec_open(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 		  int64_t timeout_ms, size_t hold_cap, struct guest_run **out);
 
 /*
+ * api_collect - collect the guest run x into *res (guest_run_collect) for
+ * request r, checking every API_POLL_MS whether r's client is still there:
+ * once it has gone, returns -ECANCELED and the caller's guest_run_close
+ * cancels the run.  Returns as guest_run_collect.  r's handler thread.
+ */
+#define API_POLL_MS 250
+struct guest_run_result;
+int api_collect(struct http_req *r, struct guest_run *x, struct guest_run_result *res);
+
+/*
  * api_exec_run - run the exec b (borrowed) on sb with timeout_ms (0: none)
  * and answer the request with its result {stdout, stderr, exit_code,
  * duration_ms, ...} or an error; the client leaving cancels it.  Used by
@@ -333,6 +343,17 @@ int api_command_check_cid(struct http_req *r);
  * return 1; else 0.
  */
 int api_command_reply_error(struct http_req *r, json_t *res);
+
+/*
+ * api_command_call - one question to the agent's command table for r: open
+ * a stream on sb with the request req (borrowed), run it with o, collect
+ * the answer into *res (api_collect) and close the stream.  0, or -errno
+ * of the open, the start or the collection (-ECANCELED: the client left).
+ * *res is the caller's to free (guest_run_result_free) either way.
+ */
+struct guest_run_opts;
+int api_command_call(struct http_req *r, struct sbx *sb, json_t *req,
+		     const struct guest_run_opts *o, struct guest_run_result *res);
 
 /* api_command_reply - the answer to a call (e, res) whose END is a command
  * object: status with api_command_json, or the failure (what names the

@@ -30,8 +30,6 @@
 #define OUTPUT_CHANNEL_MAX (1024u * 1024u)
 /* Longest wait of a read for something new, seconds. */
 #define OUTPUT_WAIT_MAX_S 60
-/* Interval between checks of the client while a read waits, ms. */
-#define POLL_MS 250
 /* Offsets are byte counts: at most 2^53 (exact in every JSON reader). */
 #define OFFSET_MAX ((uint64_t)1 << 53)
 
@@ -92,12 +90,6 @@ static void add_chan(json_t *o, const char *name, const struct chan_read *c, con
 	json_object_set_new(o, k, json_integer((json_int_t)c->total));
 }
 
-/* guest_run_collect's stop check: the client left. */
-static int client_gone(void *conn)
-{
-	return http_conn_gone(conn);
-}
-
 /* The query of a read: offsets, max_bytes, wait.  Answers 400 and returns
  * -EINVAL when one is bad. */
 static int parse_query(struct http_req *r, struct chan_read c[2], uint64_t *max,
@@ -141,22 +133,14 @@ void api_commands_output(struct http_req *r)
 				r->params[1], "stdout_offset", (json_int_t)c[0].asked,
 				"stderr_offset", (json_int_t)c[1].asked, "max_bytes",
 				(json_int_t)max, "wait_ms", (json_int_t)(wait_s * 1000));
-	struct guest_stream *st = NULL;
-	struct guest_run *x = NULL;
+	struct guest_run_opts run = {
+		.kind = GUEST_RUN_EXEC,
+		.output_cap = max, /* per channel: a guest sending more is cut */
+		.deadline_ms = (int64_t)wait_s * 1000 + GUEST_RUN_END_GRACE_MS,
+	};
 	struct guest_run_result res = {0};
-	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
+	int e = api_command_call(r, sb, req, &run, &res);
 	json_decref(req);
-	if (!e) {
-		struct guest_run_opts o = {
-			.kind = GUEST_RUN_EXEC,
-			.output_cap = max, /* per channel: a guest sending more is cut */
-			.deadline_ms = (int64_t)wait_s * 1000 + GUEST_RUN_END_GRACE_MS,
-		};
-		e = guest_run_start(st, &o, &x);
-	}
-	if (!e)
-		e = guest_run_collect(x, &res, POLL_MS, client_gone, r->conn);
-	guest_run_close(x);
 	json_t *cmd = NULL;
 	if (e == -ECANCELED) {
 		r->abort = 1; /* nobody to answer */

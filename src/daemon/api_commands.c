@@ -31,8 +31,6 @@
 #define KILL_WAIT_MS 10000
 /* The agent's bound on a stdin write that the command does not read, ms. */
 #define STDIN_TIMEOUT_MS 30000
-/* Interval between checks of the client while a write runs, ms. */
-#define POLL_MS 250
 
 int api_command_id_valid(const char *s)
 {
@@ -230,10 +228,18 @@ void api_commands_kill(struct http_req *r)
 	sbx_release(sb);
 }
 
-/* guest_run_collect's stop check: the client left. */
-static int client_gone(void *conn)
+int api_command_call(struct http_req *r, struct sbx *sb, json_t *req,
+		     const struct guest_run_opts *o, struct guest_run_result *res)
 {
-	return http_conn_gone(conn);
+	struct guest_stream *st = NULL;
+	struct guest_run *x = NULL;
+	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
+	if (!e)
+		e = guest_run_start(st, o, &x);
+	if (!e)
+		e = api_collect(r, x, res);
+	guest_run_close(x);
+	return e;
 }
 
 void api_commands_stdin(struct http_req *r)
@@ -251,24 +257,16 @@ void api_commands_stdin(struct http_req *r)
 	}
 	json_t *req = json_pack("{s:s, s:s, s:b, s:I}", "op", "command_stdin", "id", r->params[1],
 				"eof", b.eof, "timeout_ms", (json_int_t)STDIN_TIMEOUT_MS);
-	struct guest_stream *st = NULL;
-	struct guest_run *x = NULL;
+	struct guest_run_opts o = {
+		.kind = GUEST_RUN_EXEC,
+		.stdin_data = b.data ? b.data : "",
+		.stdin_len = b.len,
+		.output_cap = 1, /* the agent sends no output here */
+		.deadline_ms = STDIN_TIMEOUT_MS + GUEST_RUN_END_GRACE_MS,
+	};
 	struct guest_run_result res = {0};
-	int e = req ? sbx_stream_open(sb, req, &st) : -ENOMEM;
+	int e = api_command_call(r, sb, req, &o, &res);
 	json_decref(req);
-	if (!e) {
-		struct guest_run_opts o = {
-			.kind = GUEST_RUN_EXEC,
-			.stdin_data = b.data ? b.data : "",
-			.stdin_len = b.len,
-			.output_cap = 1, /* the agent sends no output here */
-			.deadline_ms = STDIN_TIMEOUT_MS + GUEST_RUN_END_GRACE_MS,
-		};
-		e = guest_run_start(st, &o, &x);
-	}
-	if (!e)
-		e = guest_run_collect(x, &res, POLL_MS, client_gone, r->conn);
-	guest_run_close(x);
 	if (e == -ECANCELED) {
 		r->abort = 1;
 	} else if (e && e != -EPROTO) {

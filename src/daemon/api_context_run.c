@@ -38,7 +38,6 @@
 #include "daemon/http_reply.h"
 #include "daemon/sse.h"
 
-#define POLL_MS 250
 /* Wait for the agent to accept the run (or refuse it), ms. */
 #define ACCEPT_WAIT_MS API_AGENT_CALL_MS
 /* Most bytes of output and results one run may make the daemon hold (the
@@ -174,12 +173,6 @@ out:
 
 /* --- the whole Execution ---------------------------------------------------*/
 
-/* guest_run_collect's stop check: the client left. */
-static int client_gone(void *conn)
-{
-	return http_conn_gone(conn);
-}
-
 /* The Execution of a run that ended with done (guest data). */
 static json_t *execution_json(const struct guest_run_result *res, int64_t measured_ms)
 {
@@ -221,7 +214,7 @@ void api_context_run(struct http_req *r)
 	if (run_open(r, &u) < 0)
 		return;
 	struct guest_run_result res;
-	int e = guest_run_collect(u.s.x, &res, POLL_MS, client_gone, r->conn);
+	int e = api_collect(r, u.s.x, &res);
 	guest_run_close(u.s.x); /* cancels a run still going (client gone) */
 	if (e == -ECANCELED) {
 		log_kv(LOG_INFO, "run_code.client_gone", "id=%s ctx=%s", sbx_id(u.s.sb), u.ctx);

@@ -8,7 +8,7 @@
  * to the daemon's exec output cap per stream (the agent cuts there and
  * appends its truncation marker; the daemon keeps MARKER_ROOM more for
  * it); bytes that are not UTF-8 become U+FFFD.  While waiting the handler
- * checks every POLL_MS whether the client is still there: if it left, the
+ * checks every API_POLL_MS whether the client is still there: if it left, the
  * run is closed, which cancels it, and the agent kills the command.
  */
 #include <errno.h>
@@ -23,9 +23,6 @@
 #include "daemon/http_reply.h"
 #include "daemon/metrics.h"
 #include "engine/guest_run.h"
-
-/* Interval between checks of the client while the command runs, ms. */
-#define POLL_MS 250
 /* Bytes kept beyond the cap for the agent's truncation marker. */
 #define MARKER_ROOM 256
 
@@ -96,6 +93,11 @@ static int client_gone(void *conn)
 	return http_conn_gone(conn);
 }
 
+int api_collect(struct http_req *r, struct guest_run *x, struct guest_run_result *res)
+{
+	return guest_run_collect(x, res, API_POLL_MS, client_gone, r->conn);
+}
+
 void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 		  int64_t timeout_ms)
 {
@@ -104,7 +106,7 @@ void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 	struct guest_run_result res = {0};
 	int e = api_exec_open(r, sb, b, timeout_ms, r->d->cfg.exec_output_cap + MARKER_ROOM, &x);
 	if (!e)
-		e = guest_run_collect(x, &res, POLL_MS, client_gone, r->conn);
+		e = api_collect(r, x, &res);
 	guest_run_close(x); /* cancels a command still running */
 	int64_t ms = util_now_ms() - t0;
 	if (e == -ECANCELED) {

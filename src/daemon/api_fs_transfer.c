@@ -25,7 +25,6 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 
-#define POLL_MS 250
 /* Bound on each wait for the guest to grant credit, ms. */
 #define WRITE_WAIT_MS 60000
 /* Bound on the agent's first answer and on its final END, ms. */
@@ -209,7 +208,7 @@ static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
 				       ? MHD_CONTENT_READER_END_OF_STREAM
 				       : MHD_CONTENT_READER_END_WITH_ERROR;
 		struct guest_msg m = {0};
-		int rr = guest_stream_read(dl->st, &m, POLL_MS);
+		int rr = guest_stream_read(dl->st, &m, API_POLL_MS);
 		if (rr == -ETIMEDOUT) {
 			if (http_conn_gone(dl->conn))
 				return MHD_CONTENT_READER_END_WITH_ERROR;
