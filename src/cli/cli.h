@@ -99,6 +99,8 @@ void cli_sandbox_path(struct urlpath *u, const char *id, const char *suffix);
  * server sent it (out_raw).  Otherwise:
  *   cli_show_nothing  nothing (commands that say "prints nothing on success")
  *   cli_show_fields   each member as "key: value" (out_fields)
+ *   cli_show_id       the answer's "id" on a line; when there is none,
+ *                     "the answer has no <what> id" on stderr and CLI_EXIT_API
  *   cli_show_table    the array under items (out_list_items) as a table of
  *                     cols; when there is none, "the answer has no <what>"
  *                     on stderr and CLI_EXIT_API
@@ -107,6 +109,7 @@ void cli_sandbox_path(struct urlpath *u, const char *id, const char *suffix);
 struct out_col;
 int cli_show_nothing(struct cli_ctx *ctx, struct client_response *r);
 int cli_show_fields(struct cli_ctx *ctx, struct client_response *r);
+int cli_show_id(struct cli_ctx *ctx, struct client_response *r, const char *what);
 int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *items,
 		   const char *what, const struct out_col *cols, size_t ncols);
 

@@ -93,6 +93,23 @@ int cli_show_fields(struct cli_ctx *ctx, struct client_response *r)
 	return CLI_EXIT_OK;
 }
 
+int cli_show_id(struct cli_ctx *ctx, struct client_response *r, const char *what)
+{
+	int code = CLI_EXIT_OK;
+	const char *id = json_string_value(json_object_get(r->json, "id"));
+	if (ctx->json) {
+		out_raw(r);
+	} else if (id) {
+		char clean[128];
+		printf("%s\n", out_sanitize(id, strlen(id), clean, sizeof(clean)));
+	} else {
+		out_error("error: bad_response: the answer has no %s id", what);
+		code = CLI_EXIT_API;
+	}
+	client_response_clear(r);
+	return code;
+}
+
 int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *items,
 		   const char *what, const struct out_col *cols, size_t ncols)
 {

@@ -125,18 +125,7 @@ static int run_create(struct cli_ctx *ctx, const struct args_result *a)
 	json_decref(body);
 	if (code)
 		return code;
-	const char *id = json_string_value(json_object_get(r.json, "id"));
-	if (ctx->json) {
-		out_raw(&r);
-	} else if (id) {
-		char clean[128];
-		printf("%s\n", out_sanitize(id, strlen(id), clean, sizeof(clean)));
-	} else {
-		out_error("error: bad_response: the answer has no sandbox id");
-		code = CLI_EXIT_API;
-	}
-	client_response_clear(&r);
-	return code;
+	return cli_show_id(ctx, &r, "sandbox");
 }
 
 /* ---- list ------------------------------------------------------------------- */

@@ -168,25 +168,6 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 	return CLI_EXIT_OK;
 }
 
-/* The answer of a background start: its id (or the whole object with
- * --json); exit 0. */
-static int show_started(struct cli_ctx *ctx, struct client_response *r)
-{
-	int code = CLI_EXIT_OK;
-	const char *id = json_string_value(json_object_get(r->json, "id"));
-	if (ctx->json) {
-		out_raw(r);
-	} else if (id) {
-		char clean[128];
-		printf("%s\n", out_sanitize(id, strlen(id), clean, sizeof(clean)));
-	} else {
-		out_error("error: bad_response: the answer has no command id");
-		code = CLI_EXIT_API;
-	}
-	client_response_clear(r);
-	return code;
-}
-
 int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 {
 	json_t *body;
@@ -199,7 +180,7 @@ int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 	if (code)
 		return code;
 	if (args_has(a, "background"))
-		return show_started(ctx, &r);
+		return cli_show_id(ctx, &r, "command");
 	json_t *exit_code = json_object_get(r.json, "exit_code");
 	if (!json_is_integer(exit_code)) {
 		out_error("error: bad_response: the exec answer has no exit_code");

@@ -16,24 +16,6 @@
 
 static const char *const id_pos[] = {"ID", NULL};
 
-/* Print the "id" of the object answer r (or r itself with --json); clears r. */
-static int print_id(struct cli_ctx *ctx, struct client_response *r, const char *what)
-{
-	int code = CLI_EXIT_OK;
-	const char *id = json_string_value(json_object_get(r->json, "id"));
-	if (ctx->json) {
-		out_raw(r);
-	} else if (id) {
-		char clean[128];
-		printf("%s\n", out_sanitize(id, strlen(id), clean, sizeof(clean)));
-	} else {
-		out_error("error: bad_response: the answer has no %s id", what);
-		code = CLI_EXIT_API;
-	}
-	client_response_clear(r);
-	return code;
-}
-
 /* ---- sandbox snapshot -------------------------------------------------------- */
 
 static const struct arg_flag snapshot_flags[] = {
@@ -64,7 +46,7 @@ int cmd_snapshot_run(struct cli_ctx *ctx, const struct args_result *a)
 	struct client_response r;
 	int code = cli_request(ctx, "POST", &u, body, &r);
 	json_decref(body);
-	return code ? code : print_id(ctx, &r, "snapshot");
+	return code ? code : cli_show_id(ctx, &r, "snapshot");
 }
 
 /* ---- sandbox fork ------------------------------------------------------------ */
