@@ -228,12 +228,11 @@ json_t *api_exit_json(json_t *end, int64_t measured_ms);
 json_t *api_fs_entry_json(json_t *entry);
 
 /*
- * api_fs_query_path - the checked ?path= of a file route whose query may
- * hold only the names in allowed (NULL-terminated; "path" among them): the
- * path (borrowed from r), or NULL with a 400 sent (invalid_query: unknown,
- * repeated or NUL-holding parameter; invalid_path).  Request thread.
+ * api_fs_query_path - the checked ?path= of a file route (the query's names
+ * were checked with the route): the path (borrowed from r), or NULL with a
+ * 400 invalid_path sent.  Request thread.
  */
-const char *api_fs_query_path(struct http_req *r, const char *const *allowed);
+const char *api_fs_query_path(struct http_req *r);
 
 /* api_exec_request - the agent "exec" request for body b on sb with the
  * given timeout (ms, 0 none) and per-channel output cap (bytes): the

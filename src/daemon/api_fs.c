@@ -11,14 +11,8 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 
-const char *api_fs_query_path(struct http_req *r, const char *const *allowed)
+const char *api_fs_query_path(struct http_req *r)
 {
-	enum api_err err;
-	char msg[160];
-	if (http_query_check(r, allowed, &err, msg, sizeof(msg)) < 0) {
-		http_reply_error(r, err, "%s", msg);
-		return NULL;
-	}
 	const char *p = http_query(r, "path");
 	struct body_error be;
 	if (body_check_path(p, &be) < 0) {
@@ -27,8 +21,6 @@ const char *api_fs_query_path(struct http_req *r, const char *const *allowed)
 	}
 	return p;
 }
-
-static const char *const path_only[] = {"path", NULL};
 
 /*
  * Run op on the request's sandbox.  Returns the END object (new reference)
@@ -55,7 +47,7 @@ static json_t *fs_call(struct http_req *r, struct sbx *sb, json_t *req, const ch
 
 void api_fs_stat(struct http_req *r)
 {
-	const char *path = api_fs_query_path(r, path_only);
+	const char *path = api_fs_query_path(r);
 	struct sbx *sb = path ? api_acquire(r) : NULL;
 	if (!sb)
 		return;
@@ -73,7 +65,7 @@ void api_fs_stat(struct http_req *r)
 
 void api_fs_list(struct http_req *r)
 {
-	const char *path = api_fs_query_path(r, path_only);
+	const char *path = api_fs_query_path(r);
 	struct sbx *sb = path ? api_acquire(r) : NULL;
 	if (!sb)
 		return;
@@ -102,8 +94,7 @@ void api_fs_list(struct http_req *r)
 
 void api_fs_remove(struct http_req *r)
 {
-	static const char *const allowed[] = {"path", "recursive", NULL};
-	const char *path = api_fs_query_path(r, allowed);
+	const char *path = api_fs_query_path(r);
 	if (!path)
 		return;
 	if (strcmp(path, "/") == 0) {

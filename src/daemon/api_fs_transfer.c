@@ -37,8 +37,7 @@
  * parameter; *path borrowed from r), or NULL with an answer sent. */
 static struct sbx *transfer_target(struct http_req *r, const char **path)
 {
-	static const char *const allowed[] = {"path", NULL};
-	*path = api_fs_query_path(r, allowed);
+	*path = api_fs_query_path(r);
 	return *path ? api_acquire(r) : NULL;
 }
 

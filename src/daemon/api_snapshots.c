@@ -80,13 +80,6 @@ void api_snapshots_create(struct http_req *r)
 
 void api_snapshots_list(struct http_req *r)
 {
-	static const char *const allowed[] = {"sandbox_id", NULL};
-	enum api_err qe;
-	char msg[160];
-	if (http_query_check(r, allowed, &qe, msg, sizeof(msg)) < 0) {
-		http_reply_error(r, API_ERR_INVALID_QUERY, "%s (use sandbox_id=)", msg);
-		return;
-	}
 	const char *sandbox = http_query(r, "sandbox_id");
 	struct snapshot_row *rows = NULL;
 	size_t n = 0;

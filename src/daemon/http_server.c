@@ -304,6 +304,32 @@ static int claim_port(struct http_server *srv, struct http_req *r)
 	return 1;
 }
 
+/* The route's query check (route.h): 1 when refused (answered 400), 0 when
+ * the query is one the route takes. */
+static int refuse_query(struct http_req *r)
+{
+	static const char *const none[] = {NULL};
+	const struct route *rt = r->route;
+	if (rt->auth == ROUTE_AUTH_NONE || rt->auth == ROUTE_AUTH_PORT)
+		return 0;
+	enum api_err err;
+	char msg[160];
+	if (http_query_check(r, rt->query ? rt->query : none, &err, msg, sizeof(msg)) == 0)
+		return 0;
+	char takes[160] = "";
+	size_t off = 0;
+	for (size_t i = 0; rt->query && rt->query[i] && off < sizeof(takes); i++) {
+		size_t l = strlen(rt->query[i]);
+		int prefix = l && rt->query[i][l - 1] == '.';
+		int k = snprintf(takes + off, sizeof(takes) - off, "%s%s%s", i ? ", " : "",
+				 rt->query[i], prefix ? "KEY" : "");
+		off += k > 0 ? (size_t)k : 0;
+	}
+	http_reply_error(r, err, "%s (%s %s takes %s%s)", msg, rt->method, rt->pattern,
+			 takes[0] ? "only " : "no query parameters", takes);
+	return 1;
+}
+
 static void on_headers(struct http_server *srv, struct http_req *r, const char *url)
 {
 	int path_known;
@@ -354,6 +380,8 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 		http_reply_error(r, API_ERR_FORBIDDEN, "this call needs an admin key");
 		return;
 	}
+	if (refuse_query(r))
+		return;
 	/* served elsewhere (the cluster: a sandbox on another node; r->route
 	 * may become a forwarding route) */
 	if (g && g->route && g->route(g->arg, r))

@@ -12,6 +12,9 @@
  * dispatcher uses it, `pandastackd --print-routes` prints it, and a test
  * compares it with docs/openapi.yaml.
  *
+ * Every route names the query parameters it takes: any other is refused
+ * before its handler runs, so a mistyped option never passes unnoticed.
+ *
  * Threads: the table is immutable; matching is pure.
  */
 #ifndef PANDASTACK_DAEMON_ROUTE_H
@@ -52,6 +55,13 @@ struct route {
 	void (*begin)(struct http_req *r);
 	/* STREAM only: each piece of the body as it arrives (len > 0). */
 	void (*chunk)(struct http_req *r, const char *data, size_t len);
+	/* The query parameters the route takes (NULL-terminated; an entry
+	 * ending in '.' takes any name with that prefix), or NULL for none.
+	 * The server refuses any other, a repeated one or a NUL byte with
+	 * 400 before the handler runs (http_query_check).  Not checked on
+	 * ROUTE_AUTH_NONE and ROUTE_AUTH_PORT routes: their queries belong
+	 * to the dashboard's page and to the sandbox's server. */
+	const char *const *query;
 };
 
 /*

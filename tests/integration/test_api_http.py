@@ -367,6 +367,31 @@ def test_bad_inputs_before_the_sandbox(api_daemon):
         assert r.error_code() == code, (method, path, body, r)
 
 
+def test_every_route_refuses_an_unknown_query_parameter(api_daemon):
+    d = api_daemon
+    # positive controls: without the option, or with a parameter the route
+    # takes, the same calls pass the query check
+    assert d.request("GET", "/v1/keys").status == 200
+    assert d.request("GET", "/v1/sandboxes?status=running").status == 200
+    r = d.request("DELETE", f"/v1/sandboxes/{FAKE_SBX}")
+    assert r.status == 404 and r.error_code() == "sandbox_not_found", r
+    checked = 0
+    for method, pattern in keyed_routes():
+        if "/ports/" in pattern:
+            continue  # the query belongs to the sandbox's own server
+        path = concrete(pattern).replace("{cid}", "cmd_0123456789abcdef0123")
+        path += ("&" if "?" in path else "?") + "force=true"
+        r = d.request(method, path, {} if method in ("POST", "PUT") else None)
+        assert r.status == 400 and r.error_code() == "invalid_query", (method, path, r)
+        msg = r.json()["error"]["message"]
+        assert "'force'" in msg and pattern in msg, (method, path, msg)
+        checked += 1
+    assert checked >= 40
+    # a route that takes parameters names them
+    r = d.request("GET", "/v1/snapshots?sandbox=x")
+    assert r.status == 400 and "takes only sandbox_id" in r.json()["error"]["message"], r
+
+
 def test_list_filters(api_daemon):
     r = api_daemon.request("GET", "/v1/sandboxes?status=running&metadata.user=alice")
     assert r.status == 200 and r.json() == {"sandboxes": []}
