@@ -64,7 +64,7 @@ int utf8_is_control(const void *buf, size_t l)
 	if (l == 2)
 		return (s[0] == 0xc2 && s[1] < 0xa0) || (s[0] == 0xd8 && s[1] == 0x9c);
 	if (l == 3 && s[0] == 0xe2 && s[1] == 0x80)
-		return s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xaa && s[2] <= 0xae);
+		return s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xa8 && s[2] <= 0xae);
 	if (l == 3 && s[0] == 0xe2 && s[1] == 0x81)
 		return s[2] >= 0xa6 && s[2] <= 0xa9;
 	return 0;

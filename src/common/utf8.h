@@ -31,8 +31,10 @@ int utf8_seq_len(const void *s, size_t n);
  * utf8_is_control - 1 if the well-formed sequence of l bytes at s (l from
  * utf8_seq_len) is a character that changes how text around it is shown
  * rather than one to show: a C0 control, DEL, a C1 control (U+0080-U+009F),
- * or a bidirectional formatting character (U+061C, U+200E, U+200F,
- * U+202A-U+202E, U+2066-U+2069: "Trojan Source", CVE-2021-42574).  Names
+ * the line and paragraph separators (U+2028, U+2029: a line break to many
+ * readers of JSON and text), or a bidirectional formatting character
+ * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: "Trojan Source",
+ * CVE-2021-42574).  Names
  * and values that people read are refused or escaped when they hold one.
  * Returns 0 otherwise.
  */

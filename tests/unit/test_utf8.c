@@ -227,7 +227,9 @@ static void test_printable(void **state)
 	(void)state;
 	assert_true(utf8_printable(S("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xbc")));
 	assert_true(utf8_printable(S("\xc2\xa0nbsp and \xd8\xa7 arabic alif")));
-	assert_true(utf8_printable(S("\xe2\x80\x8d zwj, \xe2\x80\xa9 para sep")));
+	assert_true(utf8_printable(S("\xe2\x80\x8d zwj, \xe2\x80\xa7 hyphenation point")));
+	assert_false(utf8_printable(S("line \xe2\x80\xa8 sep")));   /* U+2028 */
+	assert_false(utf8_printable(S("para \xe2\x80\xa9 sep")));   /* U+2029 */
 	assert_false(utf8_printable(S("tab\there")));
 	assert_false(utf8_printable(S("del\x7f")));
 	assert_false(utf8_printable(S("c1 \xc2\x85 NEL")));
