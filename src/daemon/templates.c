@@ -44,7 +44,6 @@ struct templates {
 	enum accel_kind accel;
 	const struct daemon_cfg *cfg;  /* pool sizes */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;   /* broadcast when a retired template is freed */
 	struct tpl *live;
 	struct tpl *retired;
 	struct build *builds;
@@ -72,7 +71,6 @@ int templates_new(const char *cache_dir, const char *pool_dir, enum accel_kind a
 	ts->accel = accel;
 	ts->cfg = cfg;
 	pthread_mutex_init(&ts->lock, NULL);
-	pthread_cond_init(&ts->cond, NULL);
 	*out = ts;
 	return 0;
 }
@@ -93,7 +91,27 @@ static struct tpl *find(struct tpl *list, const char *name)
 	return NULL;
 }
 
-/* Load name and start its pool; ts->lock held. */
+/* Start e's pool of ready sandboxes (when its size is not 0); a failure
+ * is logged and e serves creates without one.  ts->lock held. */
+static void start_pool_locked(struct templates *ts, struct tpl *e)
+{
+	unsigned pool_size = config_pool_size_of(ts->cfg, e->name);
+	if (pool_size == 0)
+		return;
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof(dir), "%s/%s", ts->pool_dir, e->name) < (int)sizeof(dir) &&
+	    util_mkdir_p(ts->pool_dir, 0700) == 0) {
+		int pr = pool_new(e->t, dir, pool_size, &e->pool);
+		if (pr < 0) {
+			e->pool = NULL;
+			log_kv(LOG_WARN, "template.pool_failed", "name=%s err=%d", e->name, pr);
+		}
+	}
+}
+
+/* Load name and start its pool; ts->lock held.  A rebuilt template's old
+ * pool still running in the same folder goes first: the new one starts
+ * when the old template is destroyed (destroy_retired). */
 static int load_locked(struct templates *ts, const char *name, struct tpl **out, char *err,
 		       size_t errlen)
 {
@@ -109,47 +127,15 @@ static int load_locked(struct templates *ts, const char *name, struct tpl **out,
 	e->ts = ts;
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->t = t;
-	unsigned pool_size = config_pool_size_of(ts->cfg, name);
-	if (pool_size > 0) {
-		char dir[PATH_MAX];
-		if (snprintf(dir, sizeof(dir), "%s/%s", ts->pool_dir, name) < (int)sizeof(dir) &&
-		    util_mkdir_p(ts->pool_dir, 0700) == 0) {
-			int pr = pool_new(t, dir, pool_size, &e->pool);
-			if (pr < 0) {
-				e->pool = NULL;
-				log_kv(LOG_WARN, "template.pool_failed", "name=%s err=%d", name, pr);
-			}
-		}
-	}
+	if (!find(ts->retired, name))
+		start_pool_locked(ts, e);
 	e->next = ts->live;
 	ts->live = e;
 	log_kv(LOG_INFO, "template.loaded", "name=%s vcpus=%u memory_mib=%u pool=%u", name,
-	       template_vcpus(t), template_memory_mib(t), e->pool ? pool_size : 0);
+	       template_vcpus(t), template_memory_mib(t),
+	       e->pool ? config_pool_size_of(ts->cfg, name) : 0);
 	*out = e;
 	return 0;
-}
-
-int templates_get(struct templates *ts, const char *name, struct tpl **out, char *err,
-		  size_t errlen)
-{
-	if (errlen)
-		err[0] = '\0';
-	pthread_mutex_lock(&ts->lock);
-	struct tpl *e = find(ts->live, name);
-	/* A rebuilt template's old pool must be gone before a new one starts
-	 * in the same folder. */
-	while (!e && find(ts->retired, name)) {
-		pthread_cond_wait(&ts->cond, &ts->lock);
-		e = find(ts->live, name);
-	}
-	int r = 0;
-	if (!e)
-		r = load_locked(ts, name, &e, err, errlen);
-	if (!r)
-		e->refs++;
-	pthread_mutex_unlock(&ts->lock);
-	*out = r ? NULL : e;
-	return r;
 }
 
 static void unlink_from(struct tpl **list, struct tpl *e)
@@ -163,6 +149,67 @@ static void unlink_from(struct tpl **list, struct tpl *e)
 	}
 }
 
+/* Move e from the live list to the retired one: the next get loads the
+ * bake on disk.  Returns e when nobody uses it (the caller calls
+ * destroy_retired, outside the lock); else NULL and its last templates_put
+ * does.  ts->lock held. */
+static struct tpl *retire_locked(struct templates *ts, struct tpl *e)
+{
+	unlink_from(&ts->live, e);
+	e->retired = 1;
+	e->next = ts->retired;
+	ts->retired = e;
+	return e->refs == 0 ? e : NULL;
+}
+
+/* Destroy a retired template nobody uses: its pool ends first, while it
+ * is still listed as retired so that no new pool starts in its folder;
+ * then the pool of the bake that replaced it starts.  Without ts->lock. */
+static void destroy_retired(struct templates *ts, struct tpl *e)
+{
+	if (e->pool)
+		pool_free(e->pool);
+	e->pool = NULL;
+	template_free(e->t);
+	e->t = NULL;
+	pthread_mutex_lock(&ts->lock);
+	unlink_from(&ts->retired, e);
+	struct tpl *now = find(ts->live, e->name);
+	if (now && !now->pool && !find(ts->retired, e->name))
+		start_pool_locked(ts, now);
+	pthread_mutex_unlock(&ts->lock);
+	free(e);
+}
+
+int templates_get(struct templates *ts, const char *name, struct tpl **out, char *err,
+		  size_t errlen)
+{
+	if (errlen)
+		err[0] = '\0';
+	pthread_mutex_lock(&ts->lock);
+	struct tpl *e = find(ts->live, name);
+	/* baked again outside this daemon (make templates beside it): the
+	 * loaded memory no longer fits the state and disk on disk */
+	if (e && template_changed_on_disk(e->t)) {
+		log_kv(LOG_WARN, "template.changed_on_disk", "name=%s action=reload", name);
+		struct tpl *now = retire_locked(ts, e);
+		if (now) {
+			pthread_mutex_unlock(&ts->lock);
+			destroy_retired(ts, now);
+			pthread_mutex_lock(&ts->lock);
+		}
+		e = find(ts->live, name); /* another get may have loaded it meanwhile */
+	}
+	int r = 0;
+	if (!e)
+		r = load_locked(ts, name, &e, err, errlen);
+	if (!r)
+		e->refs++;
+	pthread_mutex_unlock(&ts->lock);
+	*out = r ? NULL : e;
+	return r;
+}
+
 void templates_put(struct tpl *t)
 {
 	if (!t)
@@ -170,15 +217,9 @@ void templates_put(struct tpl *t)
 	struct templates *ts = t->ts;
 	pthread_mutex_lock(&ts->lock);
 	int free_now = --t->refs == 0 && t->retired;
-	if (free_now)
-		unlink_from(&ts->retired, t);
 	pthread_mutex_unlock(&ts->lock);
-	if (free_now) {
-		tpl_destroy(t);
-		pthread_mutex_lock(&ts->lock);
-		pthread_cond_broadcast(&ts->cond);
-		pthread_mutex_unlock(&ts->lock);
-	}
+	if (free_now)
+		destroy_retired(ts, t);
 }
 
 const struct template *tpl_template(struct tpl *t)
@@ -344,24 +385,12 @@ static void *build_thread(void *arg)
 	if (r)
 		snprintf(b->error, sizeof(b->error), "%s", err[0] ? err : strerror(-r));
 	struct tpl *old = r ? NULL : find(ts->live, b->name);
-	if (old) { /* retire: the next get loads the new bake */
-		unlink_from(&ts->live, old);
-		if (old->refs == 0) {
-			old_free = old;
-		} else {
-			old->retired = 1;
-			old->next = ts->retired;
-			ts->retired = old;
-		}
-	}
+	if (old) /* the next get loads the new bake */
+		old_free = retire_locked(ts, old);
 	ts->builds_running--;
 	pthread_mutex_unlock(&ts->lock);
-	if (old_free) {
-		tpl_destroy(old_free);
-		pthread_mutex_lock(&ts->lock);
-		pthread_cond_broadcast(&ts->cond);
-		pthread_mutex_unlock(&ts->lock);
-	}
+	if (old_free)
+		destroy_retired(ts, old_free);
 	if (!r) { /* load it and start its pool now rather than at the first create */
 		struct tpl *t;
 		if (templates_get(ts, b->name, &t, err, sizeof(err)) == 0)
@@ -455,6 +484,5 @@ void templates_free(struct templates *ts)
 		b = n;
 	}
 	pthread_mutex_destroy(&ts->lock);
-	pthread_cond_destroy(&ts->cond);
 	free(ts);
 }

@@ -387,6 +387,10 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 	}
 	strv_free(&now_args);
 	t->spec = now;
+	/* the identity first: a bake replacing the folder from here on shows
+	 * as a change, never as this one */
+	if (stat(t->state, &t->state_st) < 0)
+		memset(&t->state_st, 0, sizeof(t->state_st));
 	if ((r = check_file(t->memory, (off_t)t->spec.memory_mib << 20, err, errlen)) < 0 ||
 	    (r = check_file(t->state, 1, err, errlen)) < 0 ||
 	    (r = check_file(t->disk, 1, err, errlen)) < 0) {
@@ -434,6 +438,17 @@ const char *template_dir(const struct template *t)
 const char *template_bake_id(const struct template *t)
 {
 	return t->bake_id;
+}
+
+int template_changed_on_disk(const struct template *t)
+{
+	struct stat st;
+	if (stat(t->state, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR;
+	const struct stat *o = &t->state_st;
+	return st.st_dev != o->st_dev || st.st_ino != o->st_ino || st.st_size != o->st_size ||
+	       st.st_mtim.tv_sec != o->st_mtim.tv_sec || st.st_mtim.tv_nsec != o->st_mtim.tv_nsec ||
+	       st.st_ctim.tv_sec != o->st_ctim.tv_sec || st.st_ctim.tv_nsec != o->st_ctim.tv_nsec;
 }
 
 uint64_t template_disk_cap_bytes(const struct template *t)

@@ -51,6 +51,15 @@ const char *template_dir(const struct template *t);
  * template's sandboxes are tied to it (their pages sit on that bake's
  * RAM). */
 const char *template_bake_id(const struct template *t);
+
+/*
+ * template_changed_on_disk - 1 if the bake in t's folder is no longer the
+ * one t was opened from (its state file was replaced, changed or removed:
+ * a bake outside this process, such as `make templates` beside a running
+ * daemon), else 0.  One stat(2); an error other than a missing file reads
+ * as no change.  Any thread.
+ */
+int template_changed_on_disk(const struct template *t);
 unsigned template_memory_mib(const struct template *t);
 /* What one sandbox's disk overlay may grow to, bytes (template.json
  * "disk_cap_mib", default JAIL_DEFAULT_DISK_CAP_MIB). */

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "engine/manifest.h"
@@ -28,6 +29,7 @@ struct template {
 	char dir[PATH_MAX];          /* <cache>/templates/<name> */
 	char key[65];
 	char bake_id[65];            /* SHA-256 of state: this bake (template_bake_id) */
+	struct stat state_st;        /* state's identity when opened (template_changed_on_disk) */
 	char qemu_version[QEMU_VERSION_MAX];
 	struct machine_spec spec;    /* memory, vCPUs, accel, tb size */
 	struct strv machine_args;    /* as recorded (equal to the current ones) */
