@@ -24,7 +24,9 @@
  * whose st_size does not tell its length (st_size 0: procfs, an empty file;
  * a small sysfs file, which reports 4096) is read whole into memory first, up
  * to FR_SLURP_CAP (over it: EFBIG), so the size announced in the stat event
- * is the true one.
+ * is the true one.  A procfs or sysfs file that reports more than
+ * FR_PSEUDO_MAX (/proc/kcore: the whole address space, 128 TiB) is refused
+ * with EFBIG rather than streamed without end.
  *
  * Threads: the loop thread only.
  */
@@ -44,9 +46,11 @@
 
 #define READS_PER_PUMP 8
 /* Largest file read whole before its size is announced (see above), bytes.
- * procfs and sysfs files are far smaller; /proc/kcore and the like are
- * refused with EFBIG. */
+ * procfs and sysfs files are far smaller. */
 #define FR_SLURP_CAP (1u << 20)
+/* Largest procfs or sysfs file streamed by its reported size, bytes:
+ * sysfs binary attributes (firmware tables, PCI config) are far smaller. */
+#define FR_PSEUDO_MAX (64ull << 20)
 
 /* --- file_write --------------------------------------------------------------- */
 
@@ -301,20 +305,25 @@ static const struct op_ops file_read_ops = {
 	.destroy = fr_destroy,
 };
 
-/* Whether st_size says nothing about the content: 0 (procfs files, or a
- * truly empty file: reading it whole costs nothing) or a sysfs/procfs file
- * of at most FR_SLURP_CAP (sysfs text attributes report 4096).  Larger
- * pseudo files (sysfs binary attributes report their real size) stream. */
-static int size_unreliable(int fd, const struct stat *st)
+/* Whether fd's file lives in procfs or sysfs: the kernel's own files. */
+static int on_pseudo_fs(int fd)
 {
-	if (st->st_size == 0)
-		return 1;
-	if (st->st_size > (off_t)FR_SLURP_CAP)
-		return 0;
 	struct statfs sf;
 	if (fstatfs(fd, &sf) < 0)
 		return 0;
 	return sf.f_type == SYSFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/* Whether st_size says nothing about the content: 0 (procfs files, or a
+ * truly empty file: reading it whole costs nothing) or a sysfs/procfs file
+ * (pseudo) of at most FR_SLURP_CAP (sysfs text attributes report 4096).
+ * Larger pseudo files (sysfs binary attributes report their real size)
+ * stream. */
+static int size_unreliable(const struct stat *st, int pseudo)
+{
+	if (st->st_size == 0)
+		return 1;
+	return pseudo && st->st_size <= (off_t)FR_SLURP_CAP;
 }
 
 int op_file_read_start(struct astream *s, struct agent_req *req)
@@ -337,13 +346,21 @@ int op_file_read_start(struct astream *s, struct agent_req *req)
 				e == EINVAL ? "not a regular file" : strerror(e));
 		return 0;
 	}
+	int pseudo = on_pseudo_fs(fd);
+	if (pseudo && (uint64_t)st.st_size > FR_PSEUDO_MAX) {
+		close(fd);
+		astream_end_err(s, EFBIG, "%s: a kernel file that reports %llu bytes; such files "
+				"are read up to %llu bytes", req->path,
+				(unsigned long long)st.st_size, FR_PSEUDO_MAX);
+		return 0;
+	}
 	struct fr_op *f = calloc(1, sizeof(*f));
 	if (!f) {
 		close(fd);
 		return -ENOMEM;
 	}
 	uint64_t size = (uint64_t)st.st_size;
-	if (size_unreliable(fd, &st)) {
+	if (size_unreliable(&st, pseudo)) {
 		char *data = NULL;
 		int r = util_read_fd(fd, FR_SLURP_CAP, &data, &f->len);
 		f->buf = (uint8_t *)data;

@@ -41,6 +41,18 @@ def test_procfs_download_has_the_real_bytes(vm_daemon, sbx):
     assert d.request("GET", f"{base}/fs?path=/proc/self/status").body.startswith(b"Name:")
 
 
+def test_a_huge_kernel_file_is_refused_not_streamed(vm_daemon, sbx):
+    """/proc/kcore reports the kernel's whole address space (128 TiB): a
+    download of it is refused at once instead of streaming without end."""
+    d, base = vm_daemon, f"/v1/sandboxes/{sbx['id']}"
+    size = int(exec_cmd(d, sbx["id"], "stat -c %s /proc/kcore")["stdout"])
+    assert size > 64 << 20  # the control: the kernel does report a huge size
+    r = d.request("GET", f"{base}/fs?path=/proc/kcore", timeout=60)
+    assert r.status == 413 and r.error_code() == "body_too_large", r
+    assert "kernel file" in r.json()["error"]["message"], r
+    assert d.request("GET", f"{base}/fs?path=/proc/version").status == 200
+
+
 def test_unreadable_pseudo_file_is_the_callers_error(vm_daemon, sbx):
     """/proc/self/mem exists, but reading it from offset 0 fails with EIO:
     that is a 422 naming the errno, not a 500 from the service."""
