@@ -9,6 +9,7 @@
 #include "daemon/api.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "engine/guest_run.h"
 
 void api_iso_time(int64_t ms, char out[32])
 {
@@ -304,4 +305,15 @@ json_t *api_exit_json(json_t *end, int64_t measured_ms)
 			 s > 0 && s < 128 ? json_integer(s) : json_null(), "stdout_truncated",
 			 json_is_true(json_object_get(end, "stdout_truncated")), "stderr_truncated",
 			 json_is_true(json_object_get(end, "stderr_truncated")));
+}
+
+/* guest_run_collect's stop check: the client left. */
+static int client_gone(void *conn)
+{
+	return http_conn_gone(conn);
+}
+
+int api_collect(struct http_req *r, struct guest_run *x, struct guest_run_result *res)
+{
+	return guest_run_collect(x, res, API_POLL_MS, client_gone, r->conn);
 }

@@ -87,17 +87,6 @@ static json_t *result_json(const struct guest_run_result *res, int64_t ms)
 	return o;
 }
 
-/* guest_run_collect's stop check: the client left. */
-static int client_gone(void *conn)
-{
-	return http_conn_gone(conn);
-}
-
-int api_collect(struct http_req *r, struct guest_run *x, struct guest_run_result *res)
-{
-	return guest_run_collect(x, res, API_POLL_MS, client_gone, r->conn);
-}
-
 void api_exec_run(struct http_req *r, struct sbx *sb, const struct exec_body *b,
 		  int64_t timeout_ms)
 {
