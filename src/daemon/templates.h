@@ -46,9 +46,12 @@ void templates_load_all(struct templates *ts);
 
 /*
  * templates_get - the loaded template name with a reference (loading it
- * now if needed).  Returns 0 with *out, -ENOENT (not baked), -ESTALE
- * (baked for another QEMU or machine), -EINVAL (bad template.json); err
- * gets the engine's message.
+ * now if needed).  A loaded template whose bake was replaced on disk since
+ * (template_changed_on_disk: `make templates` beside the daemon) is retired
+ * first, as after an API build, and the new bake loaded: its pool starts
+ * once the old one's has ended.  Returns 0 with *out, -ENOENT (not baked),
+ * -ESTALE (baked for another QEMU or machine), -EINVAL (bad
+ * template.json); err gets the engine's message.
  */
 int templates_get(struct templates *ts, const char *name, struct tpl **out, char *err,
 		  size_t errlen);
