@@ -163,6 +163,13 @@ static void do_remove(struct astream *s, const char *path, int recursive)
 		r = util_rm_rf(path);
 	if (r == -EEXIST)
 		r = -ENOTEMPTY; /* rmdir may say either for a non-empty folder */
+	if (r == -EBUSY) {
+		astream_end_err(s, r,
+				"%s is, or holds, the mount point of another file system (such as "
+				"/proc, /sys or /dev), which is not removed",
+				path);
+		return;
+	}
 	if (r < 0) {
 		astream_end_err(s, r, "%s: %s", path, strerror(-r));
 		return;

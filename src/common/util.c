@@ -114,15 +114,26 @@ int util_mkdir_p(const char *path, unsigned mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-static int rm_at(int parent, const char *name)
+/* Remove name in parent; dev is the file system removal stays on. */
+static int rm_at(int parent, const char *name, dev_t dev)
 {
-	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
+	struct stat st;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(parent, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
+	if (st.st_dev != dev)
+		return -EBUSY; /* another file system's mount point */
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	/* the directory opened must be the one looked at (not a mount or a
+	 * swap made meanwhile) */
+	struct stat fst;
+	if (fstat(fd, &fst) < 0 || fst.st_dev != dev || fst.st_ino != st.st_ino) {
+		close(fd);
+		return -EBUSY;
+	}
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		int e = -errno;
@@ -134,7 +145,7 @@ static int rm_at(int parent, const char *name)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		int r = rm_at(dirfd(d), de->d_name);
+		int r = rm_at(dirfd(d), de->d_name, dev);
 		if (r < 0 && !err)
 			err = r;
 	}
@@ -146,7 +157,25 @@ static int rm_at(int parent, const char *name)
 
 int util_rm_rf(const char *path)
 {
-	return rm_at(AT_FDCWD, path);
+	/* the file system of path's parent: "a/b" -> "a", "b" -> ".", "/x" -> "/" */
+	char parent[PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof(parent))
+		return n ? -ENAMETOOLONG : -ENOENT;
+	memcpy(parent, path, n + 1);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == parent)
+		parent[1] = '\0';
+	else
+		*slash = '\0';
+	struct stat st;
+	if (stat(parent, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return rm_at(AT_FDCWD, path, st.st_dev);
 }
 
 int util_read_fd(int fd, size_t cap, char **out, size_t *len)

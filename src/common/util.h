@@ -34,8 +34,14 @@ int util_unhex(const char *s, void *out, size_t n);
 /* util_mkdir_p - create path and its parents with mode (existing is fine). */
 int util_mkdir_p(const char *path, unsigned mode);
 
-/* util_rm_rf - remove path recursively (missing is fine; never follows
- * symlinks out of the tree). */
+/*
+ * util_rm_rf - remove path recursively (missing is fine; never follows
+ * symlinks out of the tree).  Stays on the file system that holds path's
+ * parent, as `rm --one-file-system` does: path itself, or a directory in
+ * it, that is the mount point of another file system (/proc, a bind mount)
+ * is left with what it holds, and the call then returns -EBUSY after
+ * removing everything else.  Returns 0 or the first -errno met.
+ */
 int util_rm_rf(const char *path);
 
 /*

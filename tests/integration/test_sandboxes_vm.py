@@ -162,8 +162,8 @@ def test_exec_stream_client_drop_kills_command(vm_daemon, sbx):
             break
     pid = exec_cmd(vm_daemon, sid, "cat /tmp/dropped.pid")["stdout"].strip()
     assert exec_cmd(vm_daemon, sid, f"kill -0 {pid}")["exit_code"] == 0
-    c.sock.close()                                # the client goes away
-    c.close()
+    resp.close()                                  # the client goes away (the answer
+    c.close()                                     # holds the connection)
     wait_for(lambda: exec_cmd(vm_daemon, sid, f"kill -0 {pid} 2>/dev/null")["exit_code"] != 0,
              timeout=30, interval=0.5, what="the command to be killed")
     metrics = vm_daemon.request("GET", "/metrics").body.decode()
@@ -221,6 +221,34 @@ def test_files_roundtrip_and_errors(vm_daemon, sbx):
     assert d.request("DELETE", f"{base}/fs?path=/workspace/sub&recursive=true").status == 204
     r = d.request("GET", f"{base}/fs/stat?path=/workspace/sub")
     assert r.status == 404 and r.error_code() == "file_not_found"
+
+
+def test_removal_stays_on_its_file_system(vm_daemon, sbx):
+    """A recursive delete never crosses into another file system: /proc is
+    refused with a message that says why, and a tree holding a mount point
+    loses everything but the mount (and what is in it)."""
+    d, sid = vm_daemon, sbx["id"]
+    base = f"/v1/sandboxes/{sid}"
+    for path in ("/proc", "/sys"):
+        r = d.request("DELETE", f"{base}/fs?path={path}&recursive=true")
+        assert r.status == 422 and r.error_code() == "file_io_error", (path, r)
+        assert "mount point" in r.json()["error"]["message"], r.json()
+    assert exec_cmd(d, sid, "test -r /proc/self/status && echo ok")["stdout"] == "ok\n"
+    # a tree with a tmpfs mounted inside it
+    out = exec_cmd(d, sid, "mkdir -p /workspace/t/m /workspace/t/d && echo a > /workspace/t/d/f && "
+                           "mount -t tmpfs none /workspace/t/m && echo b > /workspace/t/m/g && echo ok")
+    assert out["stdout"] == "ok\n", out
+    try:
+        r = d.request("DELETE", f"{base}/fs?path=/workspace/t&recursive=true")
+        assert r.status == 422 and r.error_code() == "file_io_error", r
+        left = exec_cmd(d, sid, "find /workspace/t | sort")["stdout"].split()
+        assert left == ["/workspace/t", "/workspace/t/m", "/workspace/t/m/g"], left
+    finally:
+        exec_cmd(d, sid, "umount /workspace/t/m; rm -rf /workspace/t")
+    # positive control: the same tree without the mount goes entirely
+    exec_cmd(d, sid, "mkdir -p /workspace/t/m /workspace/t/d && echo a > /workspace/t/d/f")
+    assert d.request("DELETE", f"{base}/fs?path=/workspace/t&recursive=true").status == 204
+    assert d.request("GET", f"{base}/fs/stat?path=/workspace/t").status == 404
 
 
 def test_other_team_sees_nothing(vm_daemon, sbx):
