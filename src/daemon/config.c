@@ -108,7 +108,10 @@ static const struct opt opts[] = {
 	{"--max-conns-per-ip", "PANDASTACK_MAX_CONNS_PER_IP", OPT_U64, F(max_conns_per_ip), 1,
 	 100000, "connections one client address may hold open (64)"},
 	{"--idle-timeout", "PANDASTACK_IDLE_TIMEOUT", OPT_U64, F(idle_timeout_s), 1, 3600,
-	 "seconds a connection may stay silent while the daemon waits for its request (60)"},
+	 "seconds a connection may stay silent while the daemon reads a request's body (60)"},
+	{"--head-timeout", "PANDASTACK_HEAD_TIMEOUT", OPT_U64, F(head_timeout_s), 1, 600,
+	 "seconds in all for a request's head to arrive, from the connection's start or the "
+	 "end of its previous answer (10)"},
 	{"--pip-index-url", "PANDASTACK_PIP_INDEX_URL", OPT_PIP_INDEX, F(pip_index_url), 0, 0,
 	 "package index (http:// or https://) every sandbox's pip uses (none: PyPI)"},
 	{"--proxy-domain", "PANDASTACK_PROXY_DOMAIN", OPT_DOMAIN, F(proxy_domain), 0, 0,
@@ -352,6 +355,7 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	cfg->snapshot_merge_max = 4;
 	cfg->max_conns_per_ip = 64;
 	cfg->idle_timeout_s = 60;
+	cfg->head_timeout_s = 10;
 	cfg->net_max_conns = 4096;
 	cfg->net_max_conns_sandbox = 256;
 	cfg->cluster_ttl_s = 10;

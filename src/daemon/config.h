@@ -125,6 +125,7 @@ struct daemon_cfg {
 	int insecure_http;             /* plain HTTP on a non-loopback address is allowed */
 	uint32_t max_conns_per_ip;
 	uint32_t idle_timeout_s;
+	uint32_t head_timeout_s;         /* a request's head must be in within this */
 	char pip_index_url[PIP_INDEX_URL_MAX + 1]; /* "" = none (common/pip_index.h) */
 	char proxy_domain[256];        /* the Host form's domain, lower case; "" = off */
 	char dns_upstream[512];        /* "IP[:PORT],..."; "" = /etc/resolv.conf */

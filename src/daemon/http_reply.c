@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/utf8.h"
+#include "daemon/daemon.h"
 #include "daemon/metrics.h"
 
 int http_reply_forwarded(struct http_req *r, unsigned status, struct MHD_Response *resp)
@@ -19,8 +20,11 @@ int http_reply_forwarded(struct http_req *r, unsigned status, struct MHD_Respons
 		r->abort = 1;
 		return -ENOMEM;
 	}
-	/* a request whose framing cannot be trusted ends its connection */
-	if (r->close_after)
+	/* A request whose framing cannot be trusted ends its connection, and
+	 * so does every plain-HTTP request: the front checks each head before
+	 * libmicrohttpd parses it, and sees only a connection's first
+	 * (http_front.h).  An upgrade keeps its connection by definition. */
+	if ((r->close_after || !r->d->cfg.tls_cert[0]) && status != MHD_HTTP_SWITCHING_PROTOCOLS)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
@@ -39,12 +43,12 @@ int http_reply_response(struct http_req *r, unsigned status, struct MHD_Response
 	/* Answers that set none of their own are not cached, not sniffed, and
 	 * render nothing active if a browser opens them. */
 	if (resp && !MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+					HTTP_REPLY_CACHE_CONTROL);
 	if (resp && !MHD_get_response_header(resp, "Content-Security-Policy"))
-		MHD_add_response_header(resp, "Content-Security-Policy",
-					"default-src 'none'; frame-ancestors 'none'; sandbox");
+		MHD_add_response_header(resp, "Content-Security-Policy", HTTP_REPLY_CSP);
 	if (resp && !MHD_get_response_header(resp, "X-Content-Type-Options"))
-		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+		MHD_add_response_header(resp, "X-Content-Type-Options", HTTP_REPLY_NOSNIFF);
 	return http_reply_forwarded(r, status, resp);
 }
 
@@ -58,14 +62,9 @@ int http_reply_text(struct http_req *r, unsigned status, const char *ctype, cons
 	return http_reply_response(r, status, resp);
 }
 
-int http_reply_json(struct http_req *r, unsigned status, json_t *body)
+/* Answer status with the JSON text s (malloc'd; taken). */
+static int reply_json_text(struct http_req *r, unsigned status, char *s)
 {
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!s) {
-		r->abort = 1;
-		return -ENOMEM;
-	}
 	size_t n = strlen(s);
 	struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
@@ -75,6 +74,17 @@ int http_reply_json(struct http_req *r, unsigned status, json_t *body)
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	return http_reply_response(r, status, resp);
+}
+
+int http_reply_json(struct http_req *r, unsigned status, json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!s) {
+		r->abort = 1;
+		return -ENOMEM;
+	}
+	return reply_json_text(r, status, s);
 }
 
 int http_reply_error(struct http_req *r, enum api_err e, const char *fmt, ...)
@@ -91,18 +101,21 @@ int http_reply_error(struct http_req *r, enum api_err e, const char *fmt, ...)
 		log_kv(LOG_WARN, "http.error", "status=%u code=%s msg=%s", status, code,
 		       log_quote(msg, q, sizeof(q)));
 	}
-	json_t *err = json_object();
-	json_t *body = json_object();
-	if (!err || !body) {
-		json_decref(err);
-		json_decref(body);
+	char *s = http_error_json(e, msg);
+	if (!s) {
 		r->abort = 1;
 		return -ENOMEM;
 	}
-	json_object_set_new(err, "code", json_string(code));
-	json_object_set_new(err, "message", utf8_json_lossy(msg, strlen(msg)));
-	json_object_set_new(body, "error", err);
-	return http_reply_json(r, status, body);
+	return reply_json_text(r, status, s);
+}
+
+char *http_error_json(enum api_err e, const char *msg)
+{
+	json_t *body = json_pack("{s:{s:s, s:o}}", "error", "code", api_errors_code(e), "message",
+				 utf8_json_lossy(msg, strlen(msg)));
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	return s;
 }
 
 int http_reply_empty(struct http_req *r, unsigned status)

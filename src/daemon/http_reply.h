@@ -17,6 +17,20 @@
 #include "daemon/api_errors.h"
 #include "daemon/http_server.h"
 
+/* The headers every answer of the API's own carries unless it sets its own
+ * (http_reply_response; the front's error pages, http_front.h). */
+#define HTTP_REPLY_CACHE_CONTROL "no-store"
+#define HTTP_REPLY_CSP "default-src 'none'; frame-ancestors 'none'; sandbox"
+#define HTTP_REPLY_NOSNIFF "nosniff"
+
+/*
+ * http_error_json - the body of an error answer, {"error": {"code",
+ * "message"}}, for row err with message msg (made valid UTF-8), as compact
+ * JSON text (malloc'd, caller frees), or NULL when out of memory.  Pure;
+ * any thread.
+ */
+char *http_error_json(enum api_err err, const char *msg);
+
 /* http_reply_json - answer status with body serialised (body is stolen). */
 int http_reply_json(struct http_req *r, unsigned status, json_t *body);
 

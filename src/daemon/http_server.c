@@ -16,6 +16,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "daemon/http_front.h"
+#include "daemon/http_head.h"
 #include "daemon/http_reply.h"
 #include "daemon/port_splice.h"
 #include "daemon/port_target.h"
@@ -24,8 +26,10 @@
  * client gets its 413; a client that keeps sending is cut off. */
 #define DISCARD_MAX (64u * 1024 * 1024)
 
-/* Connections served at once (each has a thread). */
+/* Connections held at once (each has a thread once its head is in);
+ * libmicrohttpd's own limit leaves room for those the front is closing. */
 #define CONNECTION_LIMIT 1024
+#define MHD_CONNECTION_LIMIT (CONNECTION_LIMIT + 128)
 
 /* Largest TLS certificate or key file read, bytes. */
 #define TLS_FILE_MAX (1024u * 1024u)
@@ -35,6 +39,7 @@
 
 struct http_server {
 	struct MHD_Daemon *mhd;
+	struct http_front *front;      /* accepts, and hands connections to mhd */
 	char *tls_cert, *tls_key;      /* PEM, kept for the daemon's life */
 	struct daemon *d;
 	const struct route *table;
@@ -228,6 +233,35 @@ static unsigned header_count(struct http_req *r, const char *name)
 	return c.n;
 }
 
+static enum MHD_Result count_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+					  size_t key_size, const char *value, size_t value_size)
+{
+	size_t *bytes = cls;
+	(void)kind;
+	(void)key;
+	(void)value;
+	*bytes += key_size + value_size + 4; /* ": " and CRLF */
+	return MHD_YES;
+}
+
+/*
+ * A head the front could not check (HTTPS: http_front.h) that is over
+ * HTTP_HEAD_MAX bytes of headers is refused as the front refuses it on
+ * plain HTTP.  (libmicrohttpd 0.9.75 itself ends a header value at a NUL
+ * byte, so no NUL reaches here.)  Returns 1 when it answered.
+ */
+static int refuse_large_head(struct http_req *r)
+{
+	size_t bytes = 0;
+	MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, count_header_bytes, &bytes);
+	if (bytes <= HTTP_HEAD_MAX)
+		return 0;
+	r->close_after = 1;
+	http_reply_error(r, API_ERR_HEADERS_TOO_LARGE, "the request's head is over %u KiB",
+			 HTTP_HEAD_MAX / 1024);
+	return 1;
+}
+
 /*
  * A request whose framing or identity is ambiguous: two Content-Length
  * headers (libmicrohttpd reads the first; a proxy in front may have used the
@@ -334,7 +368,7 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 {
 	int path_known;
 	int nul = url_had_nul(url); /* first: it forgets what was noted */
-	if (refuse_ambiguous(r))
+	if (refuse_large_head(r) || refuse_ambiguous(r))
 		return;
 	if (nul) {
 		http_reply_error(r, API_ERR_NOT_FOUND, "no such route: the path holds a NUL byte (%%00)");
@@ -435,6 +469,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (!r->started) {
 		r->started = 1;
+		http_front_head_done(conn);
 		r->d = srv->d;
 		r->conn = conn;
 		r->start_ms = util_now_ms();
@@ -498,6 +533,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)srv->d->cfg.idle_timeout_s);
+	http_front_answered(conn);
 	static const char *const terms[] = {"ok", "error", "timeout", "shutdown", "read_error",
 					    "client_abort"};
 	const char *term = (unsigned)toe < sizeof(terms) / sizeof(terms[0]) ? terms[toe] : "?";
@@ -551,6 +587,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static void free_server(struct http_server *srv)
 {
+	http_front_free(srv->front);
 	if (srv->tls_key)
 		explicit_bzero(srv->tls_key, strlen(srv->tls_key));
 	free(srv->tls_key);
@@ -578,16 +615,27 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 	srv->d = d;
 	srv->table = routes_table(&srv->ntable);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
-	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE |
+			 MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	size_t len;
-	int e = 0;
+	struct http_front_cfg fc = {
+		.addr = ai->ai_addr,
+		.addrlen = ai->ai_addrlen,
+		.tls = cfg->tls_cert[0] != '\0',
+		.head_timeout_ms = (unsigned)cfg->head_timeout_s * 1000u,
+		.per_ip_max = cfg->max_conns_per_ip,
+		.total_max = CONNECTION_LIMIT,
+	};
+	int e = http_front_new(&fc, &srv->front, port);
+	freeaddrinfo(ai);
+	if (e < 0) {
+		free_server(srv);
+		return e;
+	}
 	if (cfg->tls_cert[0]) {
 		if ((e = util_read_file(cfg->tls_cert, TLS_FILE_MAX, &srv->tls_cert, &len)) < 0 ||
 		    (e = util_read_file(cfg->tls_key, TLS_FILE_MAX, &srv->tls_key, &len)) < 0) {
 			log_kv(LOG_ERROR, "http.tls_files", "err=%s", strerror(-e));
-			freeaddrinfo(ai);
 			free_server(srv);
 			return -ENOKEY;
 		}
@@ -600,28 +648,27 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 		{MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key},
 		{MHD_OPTION_END, 0, NULL},
 	};
-	errno = 0;
 	srv->mhd = MHD_start_daemon(
-		flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, srv,
+		flags, 0, NULL, NULL, on_request, srv,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+		MHD_OPTION_NOTIFY_CONNECTION, http_front_notify, srv->front,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_conns_per_ip,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_CONNECTION_LIMIT,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape_noting_nul, NULL,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
-	e = errno;
-	freeaddrinfo(ai);
 	if (!srv->mhd) {
 		free_server(srv);
-		return e == EADDRINUSE ? -EADDRINUSE : (cfg->tls_cert[0] ? -ENOKEY : -EIO);
+		return cfg->tls_cert[0] ? -ENOKEY : -EIO;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	*port = info ? info->port : cfg->listen_port;
+	if ((e = http_front_start(srv->front, srv->mhd)) < 0) {
+		MHD_stop_daemon(srv->mhd);
+		free_server(srv);
+		return e;
+	}
 	*out = srv;
 	return 0;
 }
@@ -630,6 +677,7 @@ void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	http_front_stop(s->front); /* nothing new reaches libmicrohttpd */
 	port_splice_stop_all(); /* libmicrohttpd must find no upgraded connection */
 	MHD_stop_daemon(s->mhd);
 	free_server(s);

@@ -61,6 +61,7 @@ static const char *const event_names[METRICS_N_EVENTS] = {
 	[METRICS_SNAPSHOT] = "snapshot_taken",
 	[METRICS_PAUSED] = "paused",
 	[METRICS_RESUMED] = "resumed",
+	[METRICS_HTTP_DROPPED] = "http_dropped",
 };
 
 static void observe(struct histogram *h, int64_t ms)

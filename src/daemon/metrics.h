@@ -27,6 +27,9 @@ enum metrics_event {
 	METRICS_SNAPSHOT,         /* a capture of a running sandbox (snapshot, fork, pause) */
 	METRICS_PAUSED,           /* a sandbox paused */
 	METRICS_RESUMED,          /* a paused sandbox resumed */
+	METRICS_HTTP_DROPPED,     /* a connection closed by the front before its
+				   * request's head came in (its deadline, or to
+				   * make room under a cap; http_front.h) */
 	METRICS_N_EVENTS
 };
 

@@ -425,13 +425,16 @@ def test_ambiguous_framing_refused_and_closed(api_daemon):
     d = api_daemon
     auth = f"Authorization: Bearer {d.admin_key}\r\n"
     smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-    # positive control: one Content-Length, then a pipelined request on the
-    # same connection is answered too (so the probe can see a second answer)
+    # positive control: one Content-Length is served (201), and the key it
+    # names is made (the probe below sees whether a key was made); plain
+    # HTTP carries one request per connection, so the pipelined one is not
+    # answered on it
     body = b'{"name":"ok"}'
-    got, _ = raw_exchange(d, f"POST /v1/keys HTTP/1.1\r\nHost: x\r\n{auth}"
-                             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                             "Connection: keep-alive\r\n\r\n", body + smuggled)
-    assert got.count(b"HTTP/1.1 ") == 2 and b"HTTP/1.1 201" in got, got[:300]
+    got, closed = raw_exchange(d, f"POST /v1/keys HTTP/1.1\r\nHost: x\r\n{auth}"
+                                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                                  "Connection: keep-alive\r\n\r\n", body + smuggled)
+    assert got.startswith(b"HTTP/1.1 201") and got.count(b"HTTP/1.1 ") == 1 and closed, got[:300]
+    assert b"\r\nConnection: close\r\n" in got
     cases = [
         ("Content-Length: 2\r\nContent-Length: 15\r\n", b'{"name":"smug"}'),
         (f"Content-Length: 15\r\nTransfer-Encoding: chunked\r\n", b'{"name":"smug"}'),
@@ -493,3 +496,169 @@ def test_request_log_names_the_sandbox(api_daemon):
     wait_for(lambda: any(f'sandbox="{FAKE_SBX}"' in l for l in lines()), timeout=5,
              what="the request's log line")
     assert all(re.search(r' sandbox="[^"]*" ', l) for l in lines()), lines()[-3:]
+
+
+def test_malformed_framing_answers_json(api_daemon):
+    """Every framing error is the API's JSON with the right status and the
+    connection closed, before any handler runs (the front's own check)."""
+    d = api_daemon
+    # positive control: a well-formed request through the same probe gets
+    # its answer (so the probe sees a real answer and the close after it)
+    got, closed = raw_exchange(d, f"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                  f"Authorization: Bearer {d.admin_key}\r\n\r\n")
+    assert got.startswith(b"HTTP/1.1 200") and closed, got[:200]
+    cases = [
+        ("POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400,
+         "invalid_header"),
+        ("POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400,
+         "invalid_header"),
+        ("POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+         413, "body_too_large"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + "a" * 200_000 + "\r\n\r\n", 431,
+         "headers_too_large"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", 400, "invalid_header"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 400, "invalid_header"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400, "invalid_header"),
+        ("GET /healthz HTTP/2.0\r\n\r\n", 400, "invalid_request"),
+        ("\x16\x03\x01\x00\xa5\x01\x00\x00", 400, "invalid_request"),  # TLS to plain HTTP
+    ]
+    for head, status, code in cases:
+        got, closed = raw_exchange(d, head)
+        assert got.startswith(f"HTTP/1.1 {status} ".encode()), (head[:60], got[:300])
+        assert closed, head[:60]
+        top, _, body = got.partition(b"\r\n\r\n")
+        top += b"\r\n"
+        assert b"\r\nContent-Type: application/json\r\n" in top, top
+        assert b"\r\nX-Content-Type-Options: nosniff\r\n" in top, top
+        assert json.loads(body)["error"]["code"] == code, (head[:60], body)
+    # the daemon's own check answered them, before any route (and logged why)
+    assert d.log().count("event=http.bad_head") >= len(cases)
+
+
+SLOW_CLIENT = r"""
+import socket, sys, time
+port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+def one():
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    return s
+socks = [one() for _ in range(n)]
+print("open", flush=True)
+stop, reopened = time.time() + seconds, 0
+while time.time() < stop:
+    time.sleep(8)
+    for i, s in enumerate(socks):
+        try:
+            s.sendall(b"X-Slow: 1\r\n")
+        except OSError:  # closed by the daemon: come back, as an attacker would
+            s.close()
+            try:
+                socks[i] = one()
+                reopened += 1
+            except OSError:
+                pass
+print("reopened", reopened, flush=True)
+"""
+
+
+def answered_within(url, key, timeout):
+    """True if GET url with key answers 200 within timeout seconds."""
+    import urllib.request
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            r.read()
+            return r.status == 200
+    except Exception:
+        return False
+
+
+def no_vm_args(tmp_root, name):
+    """A daemon's arguments and cache for the tests that need no VM."""
+    cache = tmp_root / f"{name}-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    return {"extra_args": ["--pool-size", "0"], "cache": str(cache)}
+
+
+def test_slow_connections_do_not_lock_others_out(daemon_factory, tmp_root):
+    """300 connections from one address that each send a header line every
+    8 s, held for 60 s by another process (which opens again each one the
+    daemon closes): the same address's requests, unauthenticated health and
+    an authenticated list, answer within 1 s throughout."""
+    import socket
+    import sys
+    kw = no_vm_args(tmp_root, "slow")
+    d = daemon_factory("slow", extra_args=kw["extra_args"] + ["--max-conns-per-ip", "64"],
+                       cache=kw["cache"])
+    # positive control: the probe reports a server that does not answer
+    # (a listening socket that never accepts) as a failure within its 1 s
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(1)
+    t0 = time.time()
+    assert not answered_within(f"http://127.0.0.1:{dead.getsockname()[1]}/healthz", "x", 1.0)
+    assert time.time() - t0 < 3
+    dead.close()
+    attacker = subprocess.Popen([sys.executable, "-c", SLOW_CLIENT, str(d.port), "300", "60"],
+                                stdout=subprocess.PIPE, text=True)
+    probes = failed = 0
+    try:
+        assert attacker.stdout.readline().strip() == "open"
+        stop = time.time() + 60
+        while time.time() < stop:
+            for path in ("/healthz", "/v1/sandboxes"):
+                probes += 1
+                if not answered_within(d.url(path), d.admin_key, 1.0):
+                    failed += 1
+            time.sleep(0.3)
+        out = attacker.communicate(timeout=60)[0]
+    finally:
+        attacker.kill()
+        attacker.wait()
+    assert probes > 100 and failed == 0, (probes, failed)
+    assert int(out.split()[-1]) > 0, out  # the attacker really was pushed out, and came back
+    # the slow ones were pushed out, not the probes: the daemon says so
+    metrics = d.request("GET", "/metrics").body.decode()
+    m = re.search(r'pandastack_events_total\{event="http_dropped"\} (\d+)', metrics)
+    assert m and int(m.group(1)) >= 236, metrics[-2000:]
+    assert "event=http.dropped" in d.log()
+    d.stop()
+
+
+def test_head_deadline_is_total(daemon_factory, tmp_root):
+    """A head that trickles in (a byte every 0.5 s) is cut at --head-timeout
+    in all, with 408 request_timeout; one sent at once after the same wait
+    in silence is not a head at all yet, and is cut the same way."""
+    import socket
+    kw = no_vm_args(tmp_root, "deadline")
+    d = daemon_factory("deadline", extra_args=kw["extra_args"] + ["--head-timeout", "2",
+                                                                  "--idle-timeout", "30"],
+                       cache=kw["cache"])
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    t0 = time.time()
+    got = b""
+    try:
+        for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+            s.sendall(bytes([b]))
+            time.sleep(0.5)
+            if time.time() - t0 > 6:
+                break
+    except OSError:
+        pass
+    s.settimeout(5)
+    try:
+        while True:
+            c = s.recv(4096)
+            if not c:
+                break
+            got += c
+    except OSError:
+        pass
+    s.close()
+    assert got.startswith(b"HTTP/1.1 408 "), got[:200]
+    assert b'"request_timeout"' in got
+    assert time.time() - t0 < 6, "cut by the total deadline, not the per-read one (30 s)"
+    # positive control: a connection that sends its head within the deadline
+    # is served
+    assert answered_within(d.url("/healthz"), d.admin_key, 2.0)
+    d.stop()

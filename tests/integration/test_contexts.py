@@ -296,6 +296,7 @@ def test_client_leaving_interrupts_the_cell(ctx_daemon, ci):
     assert resp.status == 200
     assert any(name == "stdout" for name, _ in read_sse(resp))  # stops at the first
     time.sleep(4)
+    resp.close()  # the answer holds the connection (the daemon closes after it)
     c.close()
     t0 = time.time()
     ex = run(ctx_daemon, ci, cid, "kept + 1", timeout_seconds=60)

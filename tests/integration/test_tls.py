@@ -238,3 +238,54 @@ def test_a_sandbox_through_every_client_over_https(daemon_factory, template, cer
             assert got == bytes((i * 7) & 0xff for i in range(2 * 1024 * 1024))
     finally:
         sb.kill()
+
+
+def test_https_keeps_connections_and_checks_heads(daemon_factory, certs, tmp_root):
+    """Over HTTPS the daemon sees a head only once the TLS layer has it:
+    connections are kept alive between requests, a head over 64 KiB still
+    gets the API's JSON error, and a connection that sends no head is closed
+    at --head-timeout, in all."""
+    import socket
+    import time
+    cache = tmp_root / "tls-head-cache"
+    cache.mkdir()
+    d = daemon_factory("tls-head", extra_args=["--pool-size", "0", "--head-timeout", "2"],
+                       cache=str(cache), tls=(certs["cert"], certs["key"]))
+    auth = {"Authorization": f"Bearer {d.admin_key}"}
+    c = d.conn(timeout=10)
+    for _ in range(3):  # one connection, three answers
+        c.request("GET", "/healthz", headers=auth)
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Connection") != "close"
+        r.read()
+    first = c.sock
+    c.request("GET", "/healthz", headers=auth)
+    c.getresponse().read()
+    assert c.sock is first
+    c.close()
+    for headers, status, code in [({"X-Big": "a" * 100_000}, 431, "headers_too_large")]:
+        c = d.conn(timeout=10)
+        c.putrequest("GET", "/healthz")
+        c.putheader("Authorization", f"Bearer {d.admin_key}")
+        for k, v in headers.items():
+            c.putheader(k, v)
+        c.endheaders()
+        r = c.getresponse()
+        assert r.status == status and json.loads(r.read())["error"]["code"] == code
+        c.close()
+    # a TLS connection that never sends a head: closed at 2 s
+    ctx = ssl.create_default_context(cafile=certs["cert"])
+    raw = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+    t0 = time.time()
+    try:
+        got = s.recv(1)
+    except (ConnectionResetError, ssl.SSLError):
+        got = b""
+    assert got == b"" and 1.5 < time.time() - t0 < 6, time.time() - t0
+    s.close()
+    # positive control: a connection that sends its head in time is served
+    c = d.conn(timeout=10)
+    c.request("GET", "/healthz", headers=auth)
+    assert c.getresponse().status == 200
+    c.close()

@@ -108,6 +108,7 @@ class Transport(Endpoint):
         attempts = Attempts(call.method, not isinstance(body, StreamBody), self.max_retries)
         while True:
             conn = self._connection(t)
+            resp: Optional[http.client.HTTPResponse] = None
             retry = False
             try:
                 try:
@@ -144,6 +145,9 @@ class Transport(Endpoint):
                             raise error_from_answer(resp.status, raw)
                         retry = True
             finally:
+                # an answer with "Connection: close" holds the socket, not conn
+                if resp is not None:
+                    resp.close()
                 conn.close()
             time.sleep(attempts.next())
 
