@@ -200,6 +200,7 @@ struct head_ctx {
 	struct dynbuf *b;
 	const char *connection; /* the caller's Connection header */
 	int upgrade_req;
+	int path_form;          /* the caller's cookies stay with the daemon's origin */
 };
 
 /* Headers the proxy sets itself or keeps from the guest. */
@@ -221,7 +222,7 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
 {
 	struct head_ctx *h = cls;
 	(void)kind;
-	if (!key || dropped(key))
+	if (!key || dropped(key) || (h->path_form && port_header_origin_bound(key)))
 		return MHD_YES;
 	if (port_header_hop(key, h->connection) &&
 	    !(h->upgrade_req && strcasecmp(key, MHD_HTTP_HEADER_UPGRADE) == 0))
@@ -263,6 +264,7 @@ static int build_head(struct http_req *r, struct proxy *x, struct dynbuf *b)
 		.b = b,
 		.connection = conn,
 		.upgrade_req = x->upgrade_req,
+		.path_form = r->port_path_form,
 	};
 	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
 	char addr[64];
@@ -470,15 +472,17 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const
 		log_kv(LOG_WARN, "port.upgrade_failed", "err=%d", r);
 }
 
-/* Copy the guest's headers onto resp, less the hop-by-hop ones and those
- * libmicrohttpd writes itself. */
-static void copy_headers(struct proxy *x, struct MHD_Response *resp)
+/* Copy the guest's headers onto resp, less the hop-by-hop ones, those
+ * libmicrohttpd writes itself, and on the path form those bound to the
+ * daemon's origin (port_header_origin_bound). */
+static void copy_headers(struct proxy *x, struct MHD_Response *resp, int path_form)
 {
 	const char *conn = port_resp_header(&x->resp, MHD_HTTP_HEADER_CONNECTION);
 	for (size_t i = 0; i < x->resp.nheaders; i++) {
 		const char *k = port_resp_header_name(&x->resp, i);
 		if (port_header_hop(k, conn) || strcasecmp(k, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0 ||
-		    strcasecmp(k, MHD_HTTP_HEADER_DATE) == 0)
+		    strcasecmp(k, MHD_HTTP_HEADER_DATE) == 0 ||
+		    (path_form && port_header_origin_bound(k)))
 			continue;
 		/* refused names or values (libmicrohttpd checks them) are left out */
 		MHD_add_response_header(resp, k, port_resp_header_value(&x->resp, i));
@@ -545,9 +549,11 @@ void api_ports_end(struct http_req *r)
 		http_reply_error(r, API_ERR_INTERNAL, "out of memory");
 		return;
 	}
-	copy_headers(x, resp);
-	if (r->port_path_form)
+	copy_headers(x, resp, r->port_path_form);
+	if (r->port_path_form) {
 		MHD_add_response_header(resp, "Content-Security-Policy", PATH_FORM_CSP);
+		MHD_add_response_header(resp, "X-Content-Type-Options", HTTP_REPLY_NOSNIFF);
+	}
 	metrics_port_request(x->resp.upgrade ? METRICS_PORT_UPGRADED : METRICS_PORT_FORWARDED);
 	log_kv(LOG_INFO, "port.request", "id=%s port=%u status=%u up=%llu upgrade=%d",
 	       sbx_id(x->sb), x->port, x->resp.status, (unsigned long long)x->up,

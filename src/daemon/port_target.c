@@ -180,6 +180,18 @@ int port_header_has_token(const char *v, const char *token)
 	return 0;
 }
 
+int port_header_origin_bound(const char *name)
+{
+	static const char *const bound[] = {
+		"Cookie", "Set-Cookie", "Set-Cookie2", "Clear-Site-Data", "X-Content-Type-Options",
+		NULL,
+	};
+	for (size_t i = 0; bound[i]; i++)
+		if (strcasecmp(name, bound[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int port_header_hop(const char *name, const char *connection)
 {
 	static const char *const hop[] = {

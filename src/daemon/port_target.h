@@ -71,6 +71,18 @@ int port_target_forward(const char *rest, char *out, size_t outlen);
 int port_header_hop(const char *name, const char *connection);
 
 /*
+ * port_header_origin_bound - 1 if the header name must not cross the path
+ * form of a port in either direction, else 0 (case-insensitive).  The path
+ * form shares the daemon's origin with the API, the dashboard and every
+ * other sandbox's ports, so the origin's state is not a guest's to read or
+ * set (Cookie, Set-Cookie, Set-Cookie2, Clear-Site-Data), and the daemon's
+ * own security header is not a guest's to replace (X-Content-Type-Options:
+ * the proxy sends its own nosniff).  The Host form, an origin of the
+ * sandbox's own, keeps them all.
+ */
+int port_header_origin_bound(const char *name);
+
+/*
  * port_header_has_token - 1 if the comma-separated header value v (may be
  * NULL) holds token (case-insensitive, e.g. "upgrade" in "keep-alive,
  * Upgrade"), else 0.

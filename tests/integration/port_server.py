@@ -8,6 +8,8 @@ the host):  python3 port_server.py PORT [ADDRESS]
   PUT  /sha256        the same
   ANY  /echo          {"method", "target", "headers"} of the request
   GET  /ws            a WebSocket (RFC 6455) echoing every message back
+  GET  /cookie        the /echo answer, setting a cookie (Set-Cookie, Clear-Site-Data)
+                      and headers of its own (X-Content-Type-Options: none, X-Guest: 1)
 """
 import base64
 import hashlib
@@ -94,6 +96,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         elif path == "/ws":
             self.websocket()
+        elif path == "/cookie":
+            body = json.dumps({"method": self.command, "target": self.path,
+                               "headers": [[k, v] for k, v in self.headers.items()]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Set-Cookie", "x=1; Path=/")
+            self.send_header("Clear-Site-Data", '"cookies", "storage"')
+            self.send_header("X-Content-Type-Options", "none")
+            self.send_header("X-Guest", "1")
+            self.end_headers()
+            self.wfile.write(body)
         else:
             self.echo()
 

@@ -184,6 +184,37 @@ def test_path_form_answers_are_sandboxed_and_headers_pass(d, a):
     assert h.status == 200 and h.headers["Content-Length"] == "1000" and h.body == b""
 
 
+def test_cookies_stay_with_their_origin(d, a):
+    """The path form shares the daemon's origin: the guest's Set-Cookie (and
+    Clear-Site-Data) never reach the client, the client's Cookie never
+    reaches the guest, and nosniff is the daemon's.  The host form, an
+    origin of the sandbox's own, passes them (the positive control)."""
+    sb, srv = a
+    c = d.conn(timeout=60)
+    c.request("GET", f"/v1/sandboxes/{sb['id']}/ports/8000/cookie",
+              headers={"X-Access-Token": sb["access_token"], "Cookie": "session=s3cret",
+                       "X-Client": "1"})
+    r = c.getresponse()
+    body = r.read()
+    headers = r.getheaders()
+    c.close()
+    assert r.status == 200, body
+    names = [k.lower() for k, _ in headers]
+    assert "x-guest" in names  # the guest's own headers pass
+    assert "set-cookie" not in names and "clear-site-data" not in names, headers
+    assert [v for k, v in headers if k.lower() == "x-content-type-options"] == ["nosniff"]
+    seen = {k.lower(): v for k, v in json.loads(body)["headers"]}
+    assert seen.get("x-client") == "1" and "cookie" not in seen, seen
+    host = f"8000-{sb['id'].replace('_', '-')}.{DOMAIN}:{d.port}"
+    status, hh, body = host_request(d, host, "/cookie",
+                                    {"X-Access-Token": sb["access_token"],
+                                     "Cookie": "session=s3cret"})
+    assert status == 200
+    assert hh.get("Set-Cookie") == "x=1; Path=/" and hh.get("X-Content-Type-Options") == "none"
+    seen = {k.lower(): v for k, v in json.loads(body)["headers"]}
+    assert seen.get("cookie") == "session=s3cret"
+
+
 def test_port_not_open(d, a):
     sb, _ = a
     r = d.request("GET", f"/v1/sandboxes/{sb['id']}/ports/8999/")
