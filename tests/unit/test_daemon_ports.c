@@ -152,6 +152,15 @@ static void hop_by_hop(void **state)
 	assert_int_equal(port_header_has_token("upgrades", "upgrade"), 0);
 	assert_int_equal(port_header_has_token(NULL, "upgrade"), 0);
 	assert_int_equal(port_header_has_token("", "upgrade"), 0);
+	/* the path form's origin-bound headers, either direction */
+	assert_int_equal(port_header_origin_bound("cookie"), 1);
+	assert_int_equal(port_header_origin_bound("Set-Cookie"), 1);
+	assert_int_equal(port_header_origin_bound("SET-COOKIE2"), 1);
+	assert_int_equal(port_header_origin_bound("Clear-Site-Data"), 1);
+	assert_int_equal(port_header_origin_bound("x-content-type-options"), 1);
+	assert_int_equal(port_header_origin_bound("Set-Cookies"), 0);
+	assert_int_equal(port_header_origin_bound("X-Cookie"), 0);
+	assert_int_equal(port_header_origin_bound("Content-Type"), 0);
 }
 
 /* Feed s to a parser in pieces of step bytes (0: all at once); the body
