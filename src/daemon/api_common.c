@@ -9,6 +9,7 @@
 #include "daemon/api.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "daemon/net_policy.h"
 #include "engine/guest_run.h"
 
 void api_iso_time(int64_t ms, char out[32])
@@ -30,7 +31,8 @@ json_t *api_network_json(const struct sandbox_row *row)
 		json_decref(n);
 		n = json_pack("{s:s, s:[], s:[]}", "egress", "allow", "allow_out", "deny_out");
 	}
-	if (n && json_object_set_new(n, "public_ports", json_boolean(row->public_ports)) < 0) {
+	if (n && (json_object_set_new(n, "public_ports", json_boolean(row->public_ports)) < 0 ||
+		  net_policy_add_notes(n) < 0)) {
 		json_decref(n);
 		n = NULL;
 	}

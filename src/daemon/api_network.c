@@ -58,7 +58,8 @@ static void put_locked(struct http_req *r, struct sbx *sb)
 		net_policy_free(p);
 	if (e == 0 && public_ports >= 0)
 		e = sbx_set_public_ports(sb, public_ports);
-	if (e == 0 && json_object_set_new(o, "public_ports", json_boolean(sbx_public_ports(sb))) < 0)
+	if (e == 0 && (json_object_set_new(o, "public_ports", json_boolean(sbx_public_ports(sb))) < 0 ||
+		       net_policy_add_notes(o) < 0))
 		e = -ENOMEM;
 	if (e == 0) {
 		http_reply_json(r, 200, o);

@@ -125,3 +125,30 @@ int net_addr_cidr_all_denied(const struct net_cidr *c)
 			return 1;
 	return 0;
 }
+
+size_t net_addr_denied_inside(const struct net_cidr *c, struct net_cidr *out, size_t max)
+{
+	/* in address order: fixed[] is not */
+	size_t n = 0;
+	uint32_t last = 0;
+	int any = 0;
+	for (;;) {
+		const struct net_cidr *next = NULL;
+		for (size_t i = 0; i < N_FIXED; i++) {
+			const struct net_cidr *f = &fixed[i];
+			if (f->prefix < c->prefix || !net_addr_in_cidr(f->addr, c))
+				continue;
+			if (any && f->addr <= last)
+				continue;
+			if (!next || f->addr < next->addr)
+				next = f;
+		}
+		if (!next)
+			return n;
+		if (n < max)
+			out[n] = *next;
+		n++;
+		last = next->addr;
+		any = 1;
+	}
+}

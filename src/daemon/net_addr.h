@@ -60,4 +60,9 @@ int net_addr_always_denied(uint32_t ip);
  * ranges (a rule that could never let anything through). */
 int net_addr_cidr_all_denied(const struct net_cidr *c);
 
+/* net_addr_denied_inside - the fixed ranges that lie inside c (which an
+ * allow rule c does not open), in address order, up to max into out.
+ * Returns how many there are (may be more than max). */
+size_t net_addr_denied_inside(const struct net_cidr *c, struct net_cidr *out, size_t max);
+
 #endif

@@ -168,7 +168,7 @@ int net_policy_parse(json_t *v, const char *field, struct net_policy **out,
 {
 	/* public_ports: the exposed ports' key of the same object (request_body.c) */
 	static const char *const fields[] = {"egress", "allow_out", "deny_out", "public_ports",
-					     NULL};
+					     "notes", NULL};
 	*out = NULL;
 	char prefix[80];
 	snprintf(prefix, sizeof(prefix), "%s%s", field, field[0] ? "." : "");
@@ -240,6 +240,46 @@ json_t *net_policy_json(const struct net_policy *p)
 	}
 	return json_pack("{s:s, s:o, s:o}", "egress", p->egress_allow ? "allow" : "deny",
 			 "allow_out", allow, "deny_out", deny);
+}
+
+int net_policy_add_notes(json_t *o)
+{
+	json_t *allow = json_object_get(o, "allow_out");
+	json_t *notes = NULL;
+	size_t i;
+	json_t *v;
+	json_array_foreach(allow, i, v) {
+		struct net_cidr c, inside[16];
+		const char *s = json_string_value(v);
+		if (!s || net_addr_parse_cidr(s, &c) < 0)
+			continue;
+		size_t n = net_addr_denied_inside(&c, inside, sizeof(inside) / sizeof(inside[0]));
+		if (n == 0)
+			continue;
+		char text[512];
+		size_t off = (size_t)snprintf(text, sizeof(text),
+					      "allow_out[%zu] '%.32s' holds always-denied ranges, "
+					      "which stay denied:",
+					      i, s);
+		for (size_t k = 0; k < n && k < 16 && off < sizeof(text); k++) {
+			char t[NET_CIDR_TEXT_MAX];
+			net_addr_cidr_text(&inside[k], t);
+			off += (size_t)snprintf(text + off, sizeof(text) - off, "%s %s",
+						k ? "," : "", t);
+		}
+		if (off < sizeof(text))
+			snprintf(text + off, sizeof(text) - off,
+				 " (and the host's own networks and --net-deny ranges)");
+		if (!notes && !(notes = json_array()))
+			return -ENOMEM;
+		if (json_array_append_new(notes, json_string(text)) < 0) {
+			json_decref(notes);
+			return -ENOMEM;
+		}
+	}
+	if (notes && json_object_set_new(o, "notes", notes) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 struct net_policy *net_policy_dup(const struct net_policy *p)

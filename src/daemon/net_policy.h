@@ -101,6 +101,16 @@ int net_policy_parse(json_t *v, const char *field, struct net_policy **out,
  * reference, NULL when out of memory. */
 json_t *net_policy_json(const struct net_policy *p);
 
+/*
+ * net_policy_add_notes - add "notes" to the network object o (as answered:
+ * net_policy_json's fields) when its allow_out holds CIDRs that contain
+ * always-denied ranges: one sentence per such rule naming the ranges that
+ * stay denied (docs/network.md).  Nothing is added when there is nothing
+ * to say.  Returns 0 or -ENOMEM.  "notes" is read-only: net_policy_parse
+ * takes and ignores it, so an answer may be sent back as a request.
+ */
+int net_policy_add_notes(json_t *o);
+
 /* net_policy_dup - a copy of p (NULL: the default policy) to free with
  * net_policy_free, or NULL (ENOMEM). */
 struct net_policy *net_policy_dup(const struct net_policy *p);

@@ -338,6 +338,37 @@ def test_connection_without_a_name_matches_the_resolvers_answer(nd, net, denied_
         put_net(nd, sb["id"], {"egress": "deny", "allow_out": [], "deny_out": []})
 
 
+def test_an_allow_rule_holding_denied_ranges_leaves_them_denied(nd, net, box):
+    """allow_out 0.0.0.0/0 under egress deny opens the fake internet but none
+    of the always-denied addresses inside it, and the answer says so."""
+    sb, g = box
+    r = nd.request("PUT", f"/v1/sandboxes/{sb['id']}/network",
+                   {"egress": "deny", "allow_out": ["0.0.0.0/0", "126.0.0.0/7"]})
+    assert r.status == 200, r
+    try:
+        notes = r.json().get("notes", [])
+        assert len(notes) == 2 and "10.0.0.0/8" in notes[0] and "127.0.0.0/8" in notes[1], notes
+        got = nd.request("GET", f"/v1/sandboxes/{sb['id']}/network").json()
+        assert got["notes"] == notes
+        # the answer goes back as a request unchanged ("notes" is read-only)
+        assert put_net(nd, sb["id"], got)["egress"] == "deny"
+        decoys = {"decoy-private": (PRIVATE_IP, 80), "decoy-metadata": (META_IP, 80),
+                  "decoy-host": (HOST_IP, LOOP_PORT), "decoy-neighbour": (GW_IP, 80)}
+        counts = {label: net.count(label) for label in decoys}
+        # positive control: the rule lets the fake internet through
+        web = net.count("web")
+        ok = g.run("tcp", WEB_IP, 80, "--host", "allowed.test")
+        assert served_by(ok, "web", "allowed.test") and net.count("web") == web + 1, ok
+        r = g.many(*[["tcp", ip, port, "--host", "decoy.test"] for ip, port in decoys.values()])
+        for a, x in zip(decoys.values(), r):
+            assert refused(x), (a, x)
+        for label in decoys:
+            assert net.count(label) == counts[label], (label, net.log(label)[-3:])
+    finally:
+        put_net(nd, sb["id"], DEFAULT)
+    assert "notes" not in nd.request("GET", f"/v1/sandboxes/{sb['id']}/network").json()
+
+
 def test_policy_change_applies_at_once(nd, net, box):
     sb, g = box
     held = g.start("hold", WEB_IP, 80, "allowed.test")

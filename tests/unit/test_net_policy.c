@@ -97,6 +97,46 @@ static void addresses(void **state)
 	assert_false(net_addr_cidr_all_denied(&c)); /* 8/8 and 9/8 are public */
 }
 
+/* An allow rule wider than the always-denied ranges: which stay denied,
+ * in address order, and the note an answer carries about them. */
+static void denied_inside(void **state)
+{
+	(void)state;
+	struct net_cidr c, in[16];
+	char t[NET_CIDR_TEXT_MAX];
+	assert_int_equal(net_addr_parse_cidr("0.0.0.0/0", &c), 0);
+	size_t n = net_addr_denied_inside(&c, in, 16);
+	assert_int_equal(n, 11);
+	net_addr_cidr_text(&in[0], t);
+	assert_string_equal(t, "0.0.0.0/8");
+	net_addr_cidr_text(&in[1], t);
+	assert_string_equal(t, "10.0.0.0/8");
+	net_addr_cidr_text(&in[10], t);
+	assert_string_equal(t, "240.0.0.0/4");
+	for (size_t i = 1; i < n; i++)
+		assert_true(in[i - 1].addr < in[i].addr);
+	assert_int_equal(net_addr_denied_inside(&c, in, 2), 11); /* counts past max */
+	assert_int_equal(net_addr_parse_cidr("126.0.0.0/7", &c), 0);
+	assert_int_equal(net_addr_denied_inside(&c, in, 16), 1);
+	net_addr_cidr_text(&in[0], t);
+	assert_string_equal(t, "127.0.0.0/8");
+	assert_int_equal(net_addr_parse_cidr("203.0.113.0/24", &c), 0);
+	assert_int_equal(net_addr_denied_inside(&c, in, 16), 0);
+	json_t *o = json_pack("{s:[s, s, s]}", "allow_out", "203.0.113.0/24", "pypi.org",
+			      "126.0.0.0/7");
+	assert_int_equal(net_policy_add_notes(o), 0);
+	json_t *notes = json_object_get(o, "notes");
+	assert_int_equal(json_array_size(notes), 1);
+	const char *note = json_string_value(json_array_get(notes, 0));
+	assert_non_null(strstr(note, "allow_out[2] '126.0.0.0/7'"));
+	assert_non_null(strstr(note, "127.0.0.0/8"));
+	json_decref(o);
+	o = json_pack("{s:[s]}", "allow_out", "203.0.113.0/24");
+	assert_int_equal(net_policy_add_notes(o), 0);
+	assert_null(json_object_get(o, "notes")); /* nothing to say, nothing said */
+	json_decref(o);
+}
+
 static void denied_set(void **state)
 {
 	(void)state;
@@ -461,7 +501,8 @@ static void put_merges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(addresses),    cmocka_unit_test(denied_set),
+		cmocka_unit_test(addresses),    cmocka_unit_test(denied_inside),
+		cmocka_unit_test(denied_set),
 		cmocka_unit_test(parse_ok),     cmocka_unit_test(parse_errors),
 		cmocka_unit_test(names),        cmocka_unit_test(decisions),
 		cmocka_unit_test(may_resolve),  cmocka_unit_test(refusal_names),
