@@ -33,7 +33,7 @@
 #                      framework recipes (examples/), against one daemon it starts
 #   conformance-python the Python SDK's document examples against a daemon it starts
 #   bench-create bench-api bench-contexts bench-density bench-ports bench-network
-#   bench-cluster bench-fork   figures (bench/)
+#   bench-cluster bench-fork bench-edge   figures (bench/)
 # The whole CI, as root on a fresh host: bash scripts/test.sh
 
 # Each component's sources are every .c in its folder; main.c is the entry
@@ -221,6 +221,12 @@ bench-cluster: $(BUILD)/pandastackd
 
 bench-api: $(BUILD)/pandastackd
 	PANDASTACK_CACHE=$(CACHE) $(PYTHON) bench/api.py
+
+# The API's edge (bench/edge.py): a request over plain HTTP and HTTPS, and
+# under 300 slow connections of the same address; no guests needed.
+.PHONY: bench-edge
+bench-edge: $(BUILD)/pandastackd
+	$(PYTHON) bench/edge.py
 
 # N idle sandboxes on one host (bench/density.py): MemAvailable drop, PSS
 # and idle CPU per sandbox, the N+1st create and exec, GET /v1/sandboxes.
