@@ -245,8 +245,8 @@ void kernel_pool_stop(void);
  * calls the functions registered with pandastack_restore; a context whose
  * kernel registered some (the module left its mark in the kernel's private
  * folder) runs that job at once, bounded by KERNEL_RESTORE_HOOKS_MS, and
- * every context counts in the restore's barrier (kernel_restore_status)
- * until it has looked for the mark and, if marked, run the job.  Call after
+ * counts in the restore's barrier (kernel_restore_status) until the job
+ * ended; other kernels are not woken.  Call after
  * the kernel RNG was reseeded (the restore op).  Returns the number of
  * contexts marked.
  */

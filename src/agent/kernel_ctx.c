@@ -549,8 +549,9 @@ int kernel_reseed_all(const char *sandbox_id)
 			c->reseed_due = 1;
 			memcpy(c->reseed_sid, sandbox_id ? sandbox_id : "", sl);
 			c->reseed_sid[sl] = '\0';
-			/* a spare has run none of its owner's code */
-			if (gen && !c->pooled) {
+			/* only a kernel with functions registered is woken (a
+			 * spare has run none of its owner's code) */
+			if (gen && !c->pooled && kernel__marked(c)) {
 				kernel__restore_expect(gen);
 				c->restore_gen = gen;
 				kernel__wake(c);

@@ -98,6 +98,9 @@ struct kernel_ctx {
 	                                restore named, "" if none */
 	uint64_t restore_gen;        /* a restore with a sandbox id waits for
 	                                this context to settle (0: none) */
+	char mark[160];              /* where pandastack_restore leaves its mark
+	                                (in the private folder), "" before the
+	                                first start */
 	int64_t idle_since_ms;
 	pid_t pid_pub;
 	struct kernel_cfg *handover; /* new owner's cwd/env (pool take) */
@@ -273,9 +276,11 @@ char *kernel__code_setup(const char *cwd, char *const *env_added);
  *   KERNEL_RESTORE_MARK - the file pandastack_restore leaves in the
  *               kernel's private folder (PANDASTACK_KERNEL_DIR) while
  *               functions are registered
+ *   marked    - any thread holding c->mu: 1 when c's kernel left the mark
  *   restore_check - client thread: settle c's part of a restore that waits
- *               (c->restore_gen): queue the after-restore job first when
- *               the ready kernel is marked, else count c as done
+ *               (c->restore_gen, set only for a marked kernel): queue the
+ *               after-restore job first when the kernel is ready, else count
+ *               c as done
  *   restore_expect - agent's thread: the restore gen waits for one more
  *               context (kernel_reseed_all)
  *   restore_begin - agent's thread: a new barrier; returns its gen
@@ -283,6 +288,7 @@ char *kernel__code_setup(const char *cwd, char *const *env_added);
  *               to its end, error (may be NULL) why it failed; pid the kernel
  */
 #define KERNEL_RESTORE_MARK "after-restore"
+int kernel__marked(struct kernel_ctx *c);
 void kernel__restore_check(struct kernel_ctx *c);
 uint64_t kernel__restore_begin(void);
 void kernel__restore_expect(uint64_t gen);

@@ -384,9 +384,14 @@ void kernel__start(struct kernel_ctx *c)
 	if (r == 0) {
 		/* pandastack_restore marks this folder when functions are
 		 * registered; a new process has registered none */
-		char mark[sizeof(c->dir) + sizeof(KERNEL_RESTORE_MARK) + 1];
-		snprintf(mark, sizeof(mark), "%s/%s", c->dir, KERNEL_RESTORE_MARK);
+		char mark[sizeof(c->mark)];
+		if ((size_t)snprintf(mark, sizeof(mark), "%s/%s", c->dir, KERNEL_RESTORE_MARK) >=
+		    sizeof(mark))
+			mark[0] = '\0';
 		unlink(mark);
+		pthread_mutex_lock(&c->mu);
+		memcpy(c->mark, mark, sizeof(mark));
+		pthread_mutex_unlock(&c->mu);
 		r = kernel__cfg_setenv(&c->cfg, "PANDASTACK_KERNEL_DIR", c->dir);
 	}
 	if (r == 0)

@@ -4,9 +4,10 @@
  * and each context's check for functions registered with pandastack_restore.
  *
  * The barrier: kernel_reseed_all begins a generation and counts every
- * context it marks; each context's client thread settles its part
- * (kernel__restore_check) at once when its kernel is not marked (nothing
- * runs: the reseed stays lazy), or when the after-restore job it queued
+ * context whose kernel left the mark (the others are not woken: their
+ * reseed stays lazy); each such context's client thread settles its part
+ * (kernel__restore_check) at once when its kernel is no longer ready (a new
+ * process has registered nothing), or when the after-restore job it queued
  * first ends (kernel__finish, or kernel__job_free for a job that never
  * ran).  A settle of an older generation is ignored: a restore that gave up
  * waiting leaves nothing behind for the next one.
@@ -54,6 +55,9 @@ int kernel_restore_fd(void)
 uint64_t kernel__restore_begin(void)
 {
 	pthread_mutex_lock(&mu);
+	/* made before any context can settle: no signal is lost */
+	if (efd < 0)
+		efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	uint64_t g = ++gen_now;
 	pending = ran = failed = nerrors = 0;
 	pthread_mutex_unlock(&mu);
@@ -124,15 +128,9 @@ void kernel_restore_status(struct kernel_restore_status *out)
 	pthread_mutex_unlock(&mu);
 }
 
-/* 1 if c's kernel registered after-restore functions: the module's mark
- * is in its private folder. */
-static int marked(struct kernel_ctx *c)
+int kernel__marked(struct kernel_ctx *c)
 {
-	char path[sizeof(c->dir) + sizeof(KERNEL_RESTORE_MARK) + 1];
-	if (!c->dir[0])
-		return 0;
-	snprintf(path, sizeof(path), "%s/%s", c->dir, KERNEL_RESTORE_MARK);
-	return access(path, F_OK) == 0;
+	return c->mark[0] && access(c->mark, F_OK) == 0;
 }
 
 void kernel__restore_check(struct kernel_ctx *c)
@@ -147,7 +145,7 @@ void kernel__restore_check(struct kernel_ctx *c)
 		return;
 	pid_t pid = c->proc.pid;
 	/* a kernel starting now seeds itself and has registered nothing */
-	if (c->st != KS_READY || !marked(c)) {
+	if (c->st != KS_READY) {
 		kernel__restore_done(gen, pid, 0, NULL);
 		return;
 	}

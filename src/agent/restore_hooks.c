@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/child.h"
@@ -80,10 +81,36 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct hook *)a)->name, ((const struct hook *)b)->name);
 }
 
+/*
+ * The folder as it was when it was last found empty (no entry at all), so
+ * that a restore of a guest without hooks (the usual case) costs one stat:
+ * under TCG a clone's first directory read runs much guest code that was
+ * never translated in its QEMU.  Any entry added since changes the
+ * folder's mtime; an entry that is there but not a hook is no "empty".
+ */
+static struct {
+	int valid;
+	char dir[AGENT_REQ_PATH_MAX + 1];
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime, ctime;
+} empty_seen;
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
 /* The hooks of h->dir, sorted; those past RESTORE_HOOKS_MAX skipped.  A
  * folder that cannot be read holds none (logged unless missing). */
 static int list_hooks(struct restore_hooks *h)
 {
+	struct stat ds;
+	int have_stat = stat(h->dir, &ds) == 0;
+	if (have_stat && empty_seen.valid && !strcmp(empty_seen.dir, h->dir) &&
+	    empty_seen.dev == ds.st_dev && empty_seen.ino == ds.st_ino &&
+	    same_time(&empty_seen.mtime, &ds.st_mtim) && same_time(&empty_seen.ctime, &ds.st_ctim))
+		return 0;
 	DIR *d = opendir(h->dir);
 	if (!d) {
 		if (errno != ENOENT && errno != ENOTDIR)
@@ -92,10 +119,11 @@ static int list_hooks(struct restore_hooks *h)
 	}
 	size_t cap = 0;
 	struct dirent *de;
-	unsigned ignored = 0;
+	unsigned ignored = 0, entries = 0;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		entries++;
 		char path[AGENT_REQ_PATH_MAX + NAME_MAX_BYTES + 2];
 		struct stat st;
 		if (!name_ok(de->d_name) ||
@@ -119,6 +147,19 @@ static int list_hooks(struct restore_hooks *h)
 		snprintf(k->name, sizeof(k->name), "%s", de->d_name);
 	}
 	closedir(d);
+	/* only a folder quiet for a second: an entry added within the
+	 * timestamps' granularity of the last change would not show */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	empty_seen.valid = entries == 0 && have_stat && ds.st_mtim.tv_sec + 1 < now.tv_sec &&
+			   ds.st_ctim.tv_sec + 1 < now.tv_sec;
+	if (empty_seen.valid) {
+		snprintf(empty_seen.dir, sizeof(empty_seen.dir), "%s", h->dir);
+		empty_seen.dev = ds.st_dev;
+		empty_seen.ino = ds.st_ino;
+		empty_seen.mtime = ds.st_mtim;
+		empty_seen.ctime = ds.st_ctim;
+	}
 	if (h->n > 1)
 		qsort(h->hooks, h->n, sizeof(*h->hooks), by_name);
 	for (size_t i = RESTORE_HOOKS_MAX; i < h->n; i++)

@@ -8,7 +8,8 @@
  * restore that names a sandbox (the probe file shows both); what is not a
  * hook is left alone; a failing hook is reported and the next one runs; the
  * report file; a hook over its time is killed with its tree and reported;
- * the output cap; hooks past RESTORE_HOOKS_MAX are skipped; a second restore
+ * the output cap; a folder found empty and remembered still shows a hook
+ * added later; hooks past RESTORE_HOOKS_MAX are skipped; a second restore
  * while hooks run is refused; a sandbox id that is not an id is refused on
  * both sides.  In code contexts (the host's python3, images/guest on its
  * PYTHONPATH for pandastack_restore): the functions a kernel registered run
@@ -180,6 +181,32 @@ static void test_hooks_run_in_order_with_the_id(void **state)
 	assert_int_equal(guest_conn_restore(f->c, &o, 5000), -EINVAL);
 	end = harness_call(f->c, restore_req("sbx bad"));
 	assert_string_equal(end_error(end), "EINVAL");
+	json_decref(end);
+}
+
+/* A folder found empty is remembered by its times (one stat per restore):
+ * a hook put there later still runs, also one made and then chmod +x'd. */
+static void test_hook_added_to_a_folder_found_empty(void **state)
+{
+	struct fixture *f = *state;
+	sleep(2); /* the folder (made by setup) must look quiet to be remembered */
+	for (int i = 0; i < 2; i++) {
+		json_t *end = harness_call(f->c, restore_req("sbx_empty"));
+		assert_null(end_error(end));
+		assert_int_equal(json_array_size(json_object_get(end, "hooks")), 0);
+		json_decref(end);
+	}
+	put_hook(f, "10-late", 0644, "echo late");
+	json_t *end = harness_call(f->c, restore_req("sbx_late"));
+	assert_int_equal(json_array_size(json_object_get(end, "hooks")), 0); /* not executable */
+	json_decref(end);
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/10-late", f->a.hooks_dir);
+	assert_int_equal(chmod(path, 0755), 0);
+	end = harness_call(f->c, restore_req("sbx_late"));
+	json_t *h = hook_named(end, "10-late");
+	assert_non_null(h);
+	assert_string_equal(json_string_value(json_object_get(h, "output")), "late\n");
 	json_decref(end);
 }
 
@@ -386,6 +413,8 @@ int main(void)
 	setenv("PYTHONPATH", mod, 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hooks_run_in_order_with_the_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hook_added_to_a_folder_found_empty, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_hung_hook_is_killed_and_output_capped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_hooks_and_one_restore_at_a_time, setup,
