@@ -284,6 +284,10 @@ void kernel__ctx_finish(struct kernel_ctx *c)
 	pthread_once(&reg_cv_once, reg_cv_make);
 	pthread_cond_broadcast(&reg_cv);
 	pthread_mutex_unlock(&reg_mu);
+	/* out of the registry, no restore can ask it any more: one that asked
+	 * and was never looked at (destroyed meanwhile) does not wait for it */
+	if (c->restore_gen)
+		kernel__restore_done(c->restore_gen, 0, 0, NULL);
 
 	struct kernel_job *j = c->jobs;
 	while (j) {
