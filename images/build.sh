@@ -197,6 +197,8 @@ fi
 # --- templates ---------------------------------------------------------------------
 rootfs_allowed=(description suite variant packages hostname free_mib customize verify memory_mib vcpus warm warm_kernels disk_cap_mib)
 rootfs_script_sha=$(sha256_file "$here/rootfs.sh")
+# Files rootfs.sh copies into every image are part of its recipe.
+rootfs_files_sha=$(sha256_file "$here/guest/pandastack_restore.py")
 manifests=()
 shared_missing=$missing
 for name in "${templates[@]}"; do
@@ -227,7 +229,7 @@ for name in "${templates[@]}"; do
 	[ -n "$mirrors" ] || die "$conf_file: the host's apt sources have no '${tconf[suite]}' main"
 	rootfs_key=$(hash_parts rootfs-v1 "${tconf[suite]}" "${tconf[variant]}" "$pkgs" "${tconf[hostname]}" \
 		"${tconf[free_mib]}" "${tconf[customize]:-}" "${tconf[verify]:-}" "$mirrors" \
-		"$rootfs_script_sha")
+		"$rootfs_script_sha" "$rootfs_files_sha")
 	rdir="$cache/rootfs-$name-${rootfs_key:0:16}"
 	if [ -d "$rdir" ]; then
 		say "rootfs $name" "cached $(basename "$rdir")"

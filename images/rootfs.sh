@@ -22,6 +22,8 @@
 #                  KEY, ext4 features of the host's mke2fs.conf, no
 #                  reserved blocks, at least ROOTFS_FREE_MIB free
 #   packages.txt   "package version" of every installed package
+# Also installs guest/pandastack_restore.py (where Python is) and makes the
+# after-restore hooks' folder /etc/pandastack/after-restore.d.
 #   *.log          mmdebstrap, verify, mkfs.ext4 and e2fsck output
 # Needs root (mmdebstrap --mode=root chroots and mounts /proc in the tree);
 # never mounts the image itself: mkfs.ext4 -d copies the tree in.
@@ -104,6 +106,13 @@ disable-pip-version-check = true
 EOF
 install -d -m 0755 "$tree/workspace"
 install -d -m 0755 "$tree/etc/pandastack"
+# After-restore hooks (docs/snapshots.md): executables the agent runs after
+# every restore that hands a sandbox out, and the Python module code contexts
+# register their own functions with (guest/pandastack_restore.py).
+install -d -m 0755 "$tree/etc/pandastack/after-restore.d"
+if [ -d "$tree/usr/lib/python3/dist-packages" ]; then
+	install -m 0644 "$here/guest/pandastack_restore.py" "$tree/usr/lib/python3/dist-packages/"
+fi
 printf '{"name": "%s", "rootfs_key": "%s"}\n' "$name" "$key" >"$tree/etc/pandastack/image.json"
 # shellcheck disable=SC2016 # dpkg-query's own format fields
 chroot "$tree" dpkg-query -W -f '${Package} ${Version}\n' | LC_ALL=C sort >"$out/packages.txt"

@@ -38,6 +38,9 @@ struct agent_env {
 	const char *workdir;    /* default cwd of exec */
 	const char *cgroup_dir; /* cgroup v2 folder for exec groups, or NULL */
 	const char *pip_conf;   /* the pip config file restore manages, or NULL */
+	const char *hooks_dir;  /* the after-restore hooks' folder, or NULL */
+	const char *hooks_report; /* where restore writes its hooks' report
+	                         * (JSON), or NULL */
 	int64_t boot_ms;        /* CLOCK_MONOTONIC at the agent's start */
 	uint64_t seq;           /* counter for unique names (temp files, cgroups) */
 	uint64_t child_nofile;  /* RLIMIT_NOFILE soft limit for commands (the

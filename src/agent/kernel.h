@@ -227,14 +227,47 @@ enum kernel_pool_state kernel_pool_state(char *err, size_t errlen);
  * the pool's refill thread). */
 void kernel_pool_stop(void);
 
+/* Most bytes of a sandbox id (the restore op's sandbox_id). */
+#define KERNEL_SANDBOX_ID_MAX 64
+/* Longest run of a kernel's after-restore job (reseed, then the functions
+ * registered with pandastack_restore), ms; then it is interrupted. */
+#define KERNEL_RESTORE_HOOKS_MS 10000
+
 /*
  * kernel_reseed_all - after a restore: mark every context and every spare
- * for a reseed of Python's random and numpy's global generator from
- * os.urandom, run ahead of the context's next job (so no code runs on the
- * old generators, and an idle kernel stays asleep); a kernel process started
- * later seeds itself.  Call after the kernel RNG was reseeded (the restore
- * op).  Returns the number of contexts marked.
+ * for a reseed of Python's random, numpy's global generator and OpenSSL's
+ * (_ssl.RAND_add, where the kernel has libcrypto loaded) from os.urandom,
+ * run ahead of the context's next job (so no code runs on the old
+ * generators, and an idle kernel stays asleep); a kernel process started
+ * later seeds itself.  With sandbox_id (a restore that hands the sandbox
+ * out: [A-Za-z0-9_-], at most KERNEL_SANDBOX_ID_MAX bytes; NULL: none) the
+ * reseed also sets PANDASTACK_SANDBOX_ID in the kernel's os.environ and
+ * calls the functions registered with pandastack_restore; a context whose
+ * kernel registered some (the module left its mark in the kernel's private
+ * folder) runs that job at once, bounded by KERNEL_RESTORE_HOOKS_MS, and
+ * counts in the restore's barrier (kernel_restore_status) until the job
+ * ended; other kernels are not woken.  Call after
+ * the kernel RNG was reseeded (the restore op).  Returns the number of
+ * contexts marked.
  */
-int kernel_reseed_all(void);
+int kernel_reseed_all(const char *sandbox_id);
+
+/* kernel_restore_fd - an eventfd readable after a context settled its
+ * part of the barrier of the last kernel_reseed_all with a sandbox id (read
+ * kernel_restore_status, which drains it).  -errno if it cannot be made. */
+int kernel_restore_fd(void);
+
+/* The barrier of the last kernel_reseed_all with a sandbox id. */
+struct kernel_restore_status {
+	unsigned pending;   /* contexts that have not settled yet */
+	unsigned ran;       /* kernels that ran their after-restore job to its end */
+	unsigned failed;    /* of those, ended with an error */
+	json_t *errors;     /* new reference: [{"pid", "error"}] of the failed
+	                       (at most 8, each error at most 300 bytes) */
+};
+
+/* kernel_restore_status - the barrier now (out->errors: json_decref it).
+ * The agent's thread. */
+void kernel_restore_status(struct kernel_restore_status *out);
 
 #endif

@@ -146,6 +146,30 @@ void kernel__cfg_clear(struct kernel_cfg *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
+int kernel__cfg_setenv(struct kernel_cfg *cfg, const char *name, const char *value)
+{
+	char *kv = NULL;
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	size_t n = 0, k = strlen(name) + 1;
+	for (; cfg->envp && cfg->envp[n]; n++) {
+		if (strncmp(cfg->envp[n], kv, k) == 0) {
+			free(cfg->envp[n]);
+			cfg->envp[n] = kv;
+			return 0;
+		}
+	}
+	char **nv = realloc(cfg->envp, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(kv);
+		return -ENOMEM;
+	}
+	nv[n] = kv;
+	nv[n + 1] = NULL;
+	cfg->envp = nv;
+	return 0;
+}
+
 /* --- jobs and events ------------------------------------------------------*/
 
 struct kernel_job *kernel__job_new(enum kernel_job_kind kind, const char *what,
@@ -168,6 +192,8 @@ void kernel__job_free(struct kernel_job *j)
 {
 	if (!j)
 		return;
+	if (j->restore_gen) /* an after-restore job that never ran to its end */
+		kernel__restore_done(j->restore_gen, 0, 0, "the after-restore job did not run");
 	free(j->code);
 	free(j);
 }
@@ -258,6 +284,10 @@ void kernel__ctx_finish(struct kernel_ctx *c)
 	pthread_once(&reg_cv_once, reg_cv_make);
 	pthread_cond_broadcast(&reg_cv);
 	pthread_mutex_unlock(&reg_mu);
+	/* out of the registry, no restore can ask it any more: one that asked
+	 * and was never looked at (destroyed meanwhile) does not wait for it */
+	if (c->restore_gen)
+		kernel__restore_done(c->restore_gen, 0, 0, NULL);
 
 	struct kernel_job *j = c->jobs;
 	while (j) {
@@ -507,19 +537,34 @@ int kernel_note_exit(pid_t pid, int status)
 	return kernel_proc_note_exit(pid, status);
 }
 
-int kernel_reseed_all(void)
+int kernel_reseed_all(const char *sandbox_id)
 {
 	int n = 0;
+	size_t sl = sandbox_id ? strlen(sandbox_id) : 0;
+	if (sl > KERNEL_SANDBOX_ID_MAX)
+		return -EINVAL;
+	/* a restore that hands the sandbox out waits for every context to
+	 * settle its part (kernel_restore.c) */
+	uint64_t gen = sandbox_id ? kernel__restore_begin() : 0;
 	pthread_mutex_lock(&reg_mu);
 	for (struct kernel_ctx *c = reg_head; c; c = c->reg_next) {
 		pthread_mutex_lock(&c->mu);
 		if (!c->stop) {
 			c->reseed_due = 1;
+			memcpy(c->reseed_sid, sandbox_id ? sandbox_id : "", sl);
+			c->reseed_sid[sl] = '\0';
+			/* only a kernel with functions registered is woken (a
+			 * spare has run none of its owner's code) */
+			if (gen && !c->pooled && kernel__marked(c)) {
+				kernel__restore_expect(gen);
+				c->restore_gen = gen;
+				kernel__wake(c);
+			}
 			n++;
 		}
 		pthread_mutex_unlock(&c->mu);
 	}
 	pthread_mutex_unlock(&reg_mu);
-	log_kv(LOG_INFO, "kernel.reseed_all", "contexts=%d", n);
+	log_kv(LOG_INFO, "kernel.reseed_all", "contexts=%d handed_out=%d", n, gen != 0);
 	return n;
 }

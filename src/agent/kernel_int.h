@@ -36,6 +36,8 @@ struct kernel_job {
 	char *code;                  /* owned, NUL-terminated */
 	size_t code_len;             /* bytes (the code may hold NULs) */
 	int64_t timeout_ms;          /* 0: none */
+	uint64_t restore_gen;        /* an after-restore job: counted in that
+	                                restore's barrier until it ends (0: not) */
 	struct kernel_job *next;
 };
 
@@ -92,6 +94,13 @@ struct kernel_ctx {
 	int announced;               /* "ready" went out for this kernel */
 	int reseed_due;              /* restored: reseed ahead of the next job
 	                                (kernel_reseed_all) */
+	char reseed_sid[KERNEL_SANDBOX_ID_MAX + 1]; /* the sandbox id the last
+	                                restore named, "" if none */
+	uint64_t restore_gen;        /* a restore with a sandbox id waits for
+	                                this context to settle (0: none) */
+	char mark[160];              /* where pandastack_restore leaves its mark
+	                                (in the private folder), "" before the
+	                                first start */
 	int64_t idle_since_ms;
 	pid_t pid_pub;
 	struct kernel_cfg *handover; /* new owner's cwd/env (pool take) */
@@ -257,8 +266,37 @@ int64_t kernel__activity_idle_ms(int64_t now);
  * spare; no reseed (one due since a restore runs ahead of it, or the spare
  * was started after the restore). */
 char *kernel__code_warmup(void);
-char *kernel__code_reseed(void);
+/* reseed: the generators; with sandbox_id (checked: NULL unless
+ * [A-Za-z0-9_-]) also PANDASTACK_SANDBOX_ID and the registered hooks. */
+char *kernel__code_reseed(const char *sandbox_id);
 char *kernel__code_setup(const char *cwd, char *const *env_added);
+
+/*
+ * After a restore (kernel_restore.c).
+ *   KERNEL_RESTORE_MARK - the file pandastack_restore leaves in the
+ *               kernel's private folder (PANDASTACK_KERNEL_DIR) while
+ *               functions are registered
+ *   marked    - any thread holding c->mu: 1 when c's kernel left the mark
+ *   restore_check - client thread: settle c's part of a restore that waits
+ *               (c->restore_gen, set only for a marked kernel): queue the
+ *               after-restore job first when the kernel is ready, else count
+ *               c as done
+ *   restore_expect - agent's thread: the restore gen waits for one more
+ *               context (kernel_reseed_all)
+ *   restore_begin - agent's thread: a new barrier; returns its gen
+ *   restore_done - any thread: a context of gen settled; ran: its job ran
+ *               to its end, error (may be NULL) why it failed; pid the kernel
+ */
+#define KERNEL_RESTORE_MARK "after-restore"
+int kernel__marked(struct kernel_ctx *c);
+void kernel__restore_check(struct kernel_ctx *c);
+uint64_t kernel__restore_begin(void);
+void kernel__restore_expect(uint64_t gen);
+void kernel__restore_done(uint64_t gen, pid_t pid, int ran, const char *error);
+
+/* kernel__cfg_setenv - set "name=value" in cfg's kernel environment
+ * (replacing the variable if there).  0 or -ENOMEM. */
+int kernel__cfg_setenv(struct kernel_cfg *cfg, const char *name, const char *value);
 
 /* The fallback kernel's Python source (kernel_fallback_py.c). */
 extern const char kernel__fallback_py[];

@@ -179,6 +179,15 @@ void kernel__finish(struct kernel_ctx *c, json_t *err)
 		if (json_is_object(e))
 			log_kv(LOG_WARN, "kernel.setup_failed", "what=%s name=%s", j->what,
 			       json_string_value(json_object_get(e, "name")));
+		if (j->restore_gen) {
+			char why[320] = "";
+			if (json_is_object(e))
+				snprintf(why, sizeof(why), "%s: %s",
+					 json_string_value(json_object_get(e, "name")) ?: "Error",
+					 json_string_value(json_object_get(e, "value")) ?: "");
+			kernel__restore_done(j->restore_gen, c->proc.pid, 1, why[0] ? why : NULL);
+			j->restore_gen = 0;
+		}
 		json_decref(done);
 	}
 	snprintf(c->cut_msg_id, sizeof(c->cut_msg_id), "%s",
@@ -215,12 +224,14 @@ static void finish_with(struct kernel_ctx *c, const char *name, const char *valu
  */
 static void reseed_if_due(struct kernel_ctx *c)
 {
+	char sid[sizeof(c->reseed_sid)];
 	pthread_mutex_lock(&c->mu);
 	int due = c->reseed_due && c->jobs;
+	memcpy(sid, c->reseed_sid, sizeof(sid));
 	pthread_mutex_unlock(&c->mu);
 	if (!due)
 		return;
-	char *code = kernel__code_reseed();
+	char *code = kernel__code_reseed(sid[0] ? sid : NULL);
 	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "reseed", code, strlen(code), 0)
 				    : NULL;
 	free(code);
@@ -370,6 +381,19 @@ void kernel__start(struct kernel_ctx *c)
 	c->reseed_due = 0;
 	pthread_mutex_unlock(&c->mu);
 	int r = make_dir(c);
+	if (r == 0) {
+		/* pandastack_restore marks this folder when functions are
+		 * registered; a new process has registered none */
+		char mark[sizeof(c->mark)];
+		if ((size_t)snprintf(mark, sizeof(mark), "%s/%s", c->dir, KERNEL_RESTORE_MARK) >=
+		    sizeof(mark))
+			mark[0] = '\0';
+		unlink(mark);
+		pthread_mutex_lock(&c->mu);
+		memcpy(c->mark, mark, sizeof(mark));
+		pthread_mutex_unlock(&c->mu);
+		r = kernel__cfg_setenv(&c->cfg, "PANDASTACK_KERNEL_DIR", c->dir);
+	}
 	if (r == 0)
 		r = c->be->start(c);
 	if (r < 0) {

@@ -206,6 +206,7 @@ void *kernel__thread_main(void *arg)
 			break;
 		if (c->st == KS_NONE && !c->no_restart && (!c->lazy_start || has_work(c)))
 			kernel__start(c);
+		kernel__restore_check(c);
 		kernel__start_next(c);
 
 		int n = 0, pid_item = -1;

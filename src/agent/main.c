@@ -11,7 +11,11 @@
  *            --cgroup DIR (a cgroup2 folder: one group per exec),
  *            --pip-conf FILE (the pip config file restore writes the
  *            host's package index into; PID 1: AGENT_PIP_CONF, test modes:
- *            none, so a test never writes the host's)
+ *            none, so a test never writes the host's),
+ *            --hooks-dir DIR (the after-restore hooks' folder; PID 1:
+ *            AGENT_HOOKS_DIR, test modes: none), --hooks-report FILE (the
+ *            report of the last restore's hooks; PID 1: AGENT_HOOKS_REPORT,
+ *            test modes: none)
  *
  * Exit codes (test modes only; PID 1 never exits): 0 after SIGTERM/SIGINT,
  * 100 usage, 111 system error.
@@ -44,6 +48,10 @@
 /* PID 1's pip config file for the host's package index: read by pip before
  * /etc/pip.conf (the image's), so that one keeps its settings. */
 #define AGENT_PIP_CONF "/etc/xdg/pip/pip.conf"
+/* PID 1: the after-restore hooks' folder (docs/snapshots.md) and the
+ * report of the last restore's hooks. */
+#define AGENT_HOOKS_DIR "/etc/pandastack/after-restore.d"
+#define AGENT_HOOKS_REPORT "/run/pandastack/after-restore.json"
 /* At exit (test modes), how long kernels get to stop, ms. */
 #define KERNELS_STOP_WAIT_MS 5000
 /* How long a stop waits for exec groups whose last processes are still
@@ -75,6 +83,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: pandastack-agent [--listen PATH | --port DEV] [--workdir DIR] "
 			"[--cgroup DIR] [--pip-conf FILE]\n"
+			"       [--hooks-dir DIR] [--hooks-report FILE]\n"
 			"       (no mode: PID 1 init mode)\n");
 }
 
@@ -142,6 +151,8 @@ int main(int argc, char **argv)
 		{"workdir", required_argument, NULL, 'w'},
 		{"cgroup", required_argument, NULL, 'c'},
 		{"pip-conf", required_argument, NULL, 'i'},
+		{"hooks-dir", required_argument, NULL, 'k'},
+		{"hooks-report", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -165,6 +176,15 @@ int main(int argc, char **argv)
 		case 'i':
 			env.pip_conf = optarg;
 			break;
+		case 'k':
+		case 'r':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "pandastack-agent: --%s needs an absolute path\n",
+					c == 'k' ? "hooks-dir" : "hooks-report");
+				return 100;
+			}
+			*(c == 'k' ? &env.hooks_dir : &env.hooks_report) = optarg;
+			break;
 		default:
 			usage();
 			return c == 'h' ? 0 : 100;
@@ -184,6 +204,10 @@ int main(int argc, char **argv)
 		env.mode_name = "init";
 		if (!env.pip_conf)
 			env.pip_conf = AGENT_PIP_CONF;
+		if (!env.hooks_dir)
+			env.hooks_dir = AGENT_HOOKS_DIR;
+		if (!env.hooks_report)
+			env.hooks_report = AGENT_HOOKS_REPORT;
 		init_system(env.boot_ms, &rep);
 		if (rep.cgroup_ok)
 			env.cgroup_dir = INIT_CGROUP_DIR;

@@ -42,6 +42,7 @@ static const struct field restore_fields[] = {
 	{"wall_clock_ns", T_STRING, F_REQ},
 	{"entropy", T_STRING, F_REQ},
 	{"pip_index_url", T_STRING, 0},
+	{"sandbox_id", T_STRING, 0},
 	{NULL, 0, 0},
 };
 static const struct field exec_fields[] = {
@@ -278,20 +279,28 @@ static int parse_env(json_t *obj, struct agent_req *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* A context id: 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-]. */
-static int parse_ctx_id(json_t *v, struct agent_req *r, char *err, size_t errlen)
+/* An id (field name): 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-],
+ * copied into *out. */
+static int parse_id(json_t *v, const char *name, char **out, char *err, size_t errlen)
 {
 	size_t n = json_string_length(v);
 	const char *s = json_string_value(v);
 	if (n == 0 || n > AGENT_REQ_CTX_ID_MAX)
-		return fail(err, errlen, -EINVAL, "id: must be 1 to %u bytes", AGENT_REQ_CTX_ID_MAX);
+		return fail(err, errlen, -EINVAL, "%s: must be 1 to %u bytes", name,
+			    AGENT_REQ_CTX_ID_MAX);
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '_' || c == '-'))
-			return fail(err, errlen, -EINVAL, "id: only [A-Za-z0-9_-] allowed");
+			return fail(err, errlen, -EINVAL, "%s: only [A-Za-z0-9_-] allowed", name);
 	}
-	return (r->ctx_id = dup_string(v)) ? 0 : -ENOMEM;
+	return (*out = dup_string(v)) ? 0 : -ENOMEM;
+}
+
+/* A context's or a command's id. */
+static int parse_ctx_id(json_t *v, struct agent_req *r, char *err, size_t errlen)
+{
+	return parse_id(v, "id", &r->ctx_id, err, errlen);
 }
 
 /* Code of a run or a warm-up: at most max bytes, no NUL. */
@@ -450,6 +459,8 @@ static int fill(const struct op_spec *sp, json_t *root, struct agent_req *r, cha
 			if (!(r->pip_index_url = dup_string(v)))
 				return -ENOMEM;
 		}
+		if ((v = get(root, "sandbox_id")))
+			return parse_id(v, "sandbox_id", &r->sandbox_id, err, errlen);
 		return 0;
 	}
 	case AGENT_OP_EXEC:
@@ -561,6 +572,7 @@ void agent_req_free(struct agent_req *r)
 	free(r->ctx_id);
 	free(r->code);
 	free(r->pip_index_url);
+	free(r->sandbox_id);
 	free(r->notebook);
 	if (r->env)
 		for (size_t i = 0; i < r->nenv; i++)

@@ -88,6 +88,9 @@ struct agent_req {
 	uint64_t wall_clock_ns; /* CLOCK_REALTIME to set, ns since the epoch */
 	uint8_t entropy[AGENT_REQ_ENTROPY_BYTES];
 	char *pip_index_url;    /* checked (common/pip_index.h), or NULL */
+	char *sandbox_id;       /* the sandbox handed out (1..AGENT_REQ_CTX_ID_MAX
+	                         * bytes of [A-Za-z0-9_-]): run the after-restore
+	                         * hooks for it; NULL: none (a bake, a pool entry) */
 	/* context_* (cwd, env, timeout_ms and output_cap above apply too) and
 	 * command_* (cmd, env, cwd, timeout_ms above apply too) */
 	char *ctx_id;           /* 1..AGENT_REQ_CTX_ID_MAX bytes of [A-Za-z0-9_-]:

@@ -165,6 +165,9 @@ static json_t *agent_info(struct session *S)
 	for (int op = AGENT_OP_RESTORE; op <= AGENT_OP_LAST; op++)
 		json_array_append_new(ops, json_string(agent_op_name((enum agent_op)op)));
 	json_object_set_new(o, "ops", ops);
+	/* what the host may ask beyond the ops: "restore_hooks": restore takes
+	 * sandbox_id and runs the after-restore hooks */
+	json_object_set_new(o, "features", json_pack("[s]", "restore_hooks"));
 	return o;
 }
 

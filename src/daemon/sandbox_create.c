@@ -87,11 +87,13 @@ static int reserve(struct sandboxes *reg, struct sbx *sb, unsigned limit, unsign
 
 /* Restore a VM into run_dir: from the snapshot when cs has one, else from
  * the template (a pool entry if one is ready); the restore message carries
- * d's guest settings.  *from_pool says which. */
-static int restore(const struct daemon *d, const struct create_spec *cs, const char *run_dir,
-		   struct vm **vm, struct vm_err *verr, int *from_pool)
+ * d's guest settings and the new sandbox's id (the guest's after-restore
+ * hooks run for it before the restore ends).  *from_pool says which. */
+static int restore(const struct daemon *d, const struct create_spec *cs, const char *id,
+		   const char *run_dir, struct vm **vm, struct vm_err *verr, int *from_pool)
 {
-	const struct guest_restore_opts gopts = {.pip_index_url = d->cfg.pip_index_url};
+	const struct guest_restore_opts gopts = {.pip_index_url = d->cfg.pip_index_url,
+						 .sandbox_id = id};
 	*from_pool = 0;
 	if (cs->snap) {
 		int r = vm_restore_snapshot(tpl_template(cs->t), snap_engine(cs->snap), run_dir,
@@ -232,7 +234,7 @@ int sbx__create(struct sandboxes *reg, const char *team, const struct create_spe
 	int from_pool = 0;
 	r = sbx__run_dir(reg, id, run_dir, sizeof(run_dir));
 	if (!r)
-		r = restore(d, cs, run_dir, &vm, &verr, &from_pool);
+		r = restore(d, cs, id, run_dir, &vm, &verr, &from_pool);
 	/* The monitor ends the VM at TTL + grace even if no daemon is left. */
 	if (!r && (r = vm_set_deadline(vm, expires + (int64_t)d->cfg.ttl_grace_s * 1000)) < 0) {
 		vm_stop(vm);

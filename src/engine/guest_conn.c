@@ -237,14 +237,40 @@ void guest_conn_stats(const struct guest_conn *c, struct guest_conn_stats *out)
 	*out = c->stats; /* written before the reader thread started, never after */
 }
 
+/* 1 if the agent's HELLO_ACK lists feature name (the guest's word: it
+ * only decides what the host may send it). */
+static int agent_has_feature(struct guest_conn *c, const char *name)
+{
+	json_t *f = json_object_get(c->info, "features"), *v;
+	size_t i;
+	json_array_foreach(f, i, v) {
+		if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int sandbox_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	return n > 0 && n <= GUEST_SANDBOX_ID_MAX &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
 int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opts *opts,
 			    int timeout_ms)
 {
 	const char *pip = opts && opts->pip_index_url && opts->pip_index_url[0]
 				  ? opts->pip_index_url
 				  : NULL;
+	const char *sid = opts && opts->sandbox_id && opts->sandbox_id[0] ? opts->sandbox_id
+									   : NULL;
 	if (pip && pip_index_check(pip, NULL, 0, NULL, NULL) < 0)
 		return -EINVAL;
+	if (sid && !sandbox_id_ok(sid))
+		return -EINVAL;
+	if (sid && !agent_has_feature(c, "restore_hooks"))
+		sid = NULL; /* an agent older than the hooks: it would refuse the field */
 	uint8_t ent[64];
 	char hex[2 * sizeof(ent) + 1], clock[24];
 	int r = util_random(ent, sizeof(ent));
@@ -262,6 +288,10 @@ int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opt
 		json_decref(req);
 		req = NULL;
 	}
+	if (req && sid && json_object_set_new(req, "sandbox_id", json_string(sid)) < 0) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req)
 		return -ENOMEM;
 	r = guest_stream_gate_open(c, req, timeout_ms);
@@ -269,10 +299,77 @@ int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opt
 	return r;
 }
 
+/* Most hooks of one restore logged one by one. */
+#define HOOKS_LOGGED_MAX 32
+
+/* Log what the agent says the after-restore hooks did for sandbox_id (its
+ * END: the guest's words, quoted and cut).  Failures at warn, a summary at
+ * info when anything ran. */
+static void log_hooks(struct guest_conn *c, const char *sandbox_id, const json_t *end)
+{
+	const json_t *hooks = json_object_get(end, "hooks");
+	const json_t *kh = json_object_get(end, "kernel_hooks");
+	if (!json_is_array(hooks) && !json_is_object(kh))
+		return;
+	char label[GUEST_CONN_LABEL_MAX];
+	pthread_mutex_lock(&c->lock);
+	snprintf(label, sizeof(label), "%s",
+		 sandbox_id && sandbox_id[0] ? sandbox_id : c->label[0] ? c->label : "-");
+	pthread_mutex_unlock(&c->lock);
+	size_t i;
+	json_t *h;
+	json_array_foreach(hooks, i, h) {
+		if (i >= HOOKS_LOGGED_MAX)
+			break;
+		const json_t *code = json_object_get(h, "exit_code");
+		int skipped = json_is_true(json_object_get(h, "skipped"));
+		int timed_out = json_is_true(json_object_get(h, "timed_out"));
+		if (!skipped && !timed_out && json_is_integer(code) && json_integer_value(code) == 0)
+			continue;
+		const char *name = json_string_value(json_object_get(h, "name"));
+		const char *out = json_string_value(json_object_get(h, "output"));
+		char qn[300], qo[300];
+		log_kv(LOG_WARN, "guest.restore_hook_failed",
+		       "sandbox=%s name=%s exit_code=%lld timed_out=%d skipped=%d output=%s", label,
+		       log_quote(name ? name : "", qn, sizeof(qn)),
+		       (long long)json_integer_value(code), timed_out, skipped,
+		       log_quote(out ? out : "", qo, sizeof(qo)));
+	}
+	json_int_t kran = json_integer_value(json_object_get(kh, "ran"));
+	json_int_t kfail = json_integer_value(json_object_get(kh, "failed"));
+	json_int_t kunf = json_integer_value(json_object_get(kh, "unfinished"));
+	if (kfail || kunf) {
+		char *errs = json_dumps(json_object_get(kh, "errors"), JSON_COMPACT);
+		char q[400];
+		log_kv(LOG_WARN, "guest.restore_kernel_hooks_failed",
+		       "sandbox=%s failed=%lld unfinished=%lld errors=%s", label, (long long)kfail,
+		       (long long)kunf, log_quote(errs ? errs : "", q, sizeof(q)));
+		free(errs);
+	}
+	if (json_array_size(hooks) || kran)
+		log_kv(LOG_INFO, "guest.restore_hooks", "sandbox=%s hooks=%zu kernels=%lld ms=%lld",
+		       label, json_array_size(hooks), (long long)kran,
+		       (long long)json_integer_value(json_object_get(end, "hooks_ms")));
+}
+
 int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
 		       int timeout_ms)
 {
 	int r = guest_conn_restore_send(c, opts, timeout_ms);
-	return r < 0 ? r : guest_stream_gate_wait(c);
+	if (r == 0)
+		r = guest_stream_gate_wait(c);
+	if (r == 0) {
+		json_t *end = guest_stream_gate_end(c);
+		log_hooks(c, opts ? opts->sandbox_id : NULL, end);
+		json_decref(end);
+	}
+	return r;
 }
 
+int guest_conn_restore_hooks_found(struct guest_conn *c)
+{
+	json_t *end = guest_stream_gate_end(c);
+	json_int_t n = json_integer_value(json_object_get(end, "hooks_found"));
+	json_decref(end);
+	return n > 0 ? (n < INT32_MAX ? (int)n : INT32_MAX) : 0;
+}

@@ -63,15 +63,27 @@ struct guest_restore_opts {
 	/* the package index the guest's pip uses (common/pip_index.h; the
 	 * caller checked it), or NULL / "": none (pip's default) */
 	const char *pip_index_url;
+	/* the sandbox this restore hands out ([A-Za-z0-9_-], at most
+	 * GUEST_SANDBOX_ID_MAX bytes), or NULL / "": none (a bake, a pool entry
+	 * made ahead).  The agent then runs the guest's after-restore hooks
+	 * before its END; sent only to an agent whose HELLO_ACK lists the
+	 * "restore_hooks" feature (an older one refuses the field). */
+	const char *sandbox_id;
 };
+
+/* Longest sandbox id the restore carries, bytes. */
+#define GUEST_SANDBOX_ID_MAX 64
 
 /*
  * guest_conn_restore - send the restore operation: the host's wall clock
  * (CLOCK_REALTIME, ns), 64 bytes from getrandom() and what opts holds
- * (borrowed; NULL: nothing); wait for its END.  Call after every boot and
- * every restore before anything else.
+ * (borrowed; NULL: nothing); wait for its END (with a sandbox id, that
+ * includes the guest's after-restore hooks: at most ~23 s, see
+ * docs/agent-protocol.md), then log what the agent reports of the hooks
+ * (failures at warn, under c's label).  Call after every boot and every
+ * restore before anything else.
  * Returns 0, -ETIMEDOUT, -ECONNRESET, -EIO (the agent reported an error),
- * -EINVAL (opts->pip_index_url fails pip_index_check; nothing sent).
+ * -EINVAL (a bad opts->pip_index_url or opts->sandbox_id; nothing sent).
  */
 int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *opts,
 		       int timeout_ms);
@@ -86,6 +98,16 @@ int guest_conn_restore(struct guest_conn *c, const struct guest_restore_opts *op
  */
 int guest_conn_restore_send(struct guest_conn *c, const struct guest_restore_opts *opts,
 			    int timeout_ms);
+
+/*
+ * guest_conn_restore_hooks_found - the after-restore hooks the guest holds,
+ * as the END of the last restore that passed reported them ("hooks_found":
+ * a restore without a sandbox id lists them without running any); 0 when
+ * it said nothing (an older agent, a restore not yet passed).  The guest's
+ * word: it decides only whether a hand-out of that guest waits for its
+ * hooks (pool.c).  Any thread.
+ */
+int guest_conn_restore_hooks_found(struct guest_conn *c);
 
 /*
  * guest_conn_info - the JSON object the agent sent in HELLO_ACK (borrowed;

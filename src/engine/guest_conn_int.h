@@ -83,6 +83,7 @@ struct guest_conn {
 	int gate_state;             /* enum gate_state */
 	int gate_err;               /* its -errno once GATE_FAILED */
 	int64_t gate_deadline;      /* monotonic ms: when waiting for it gives up */
+	json_t *gate_end;           /* the last gate's END once it passed (owned) */
 	pthread_cond_t gate_cond;   /* gate_state changed; made by deadline_cond_init */
 };
 

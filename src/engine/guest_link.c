@@ -21,6 +21,7 @@ void guest_link_free(struct guest_conn *c)
 {
 	proto_decoder_free(&c->dec);
 	json_decref(c->info);
+	json_decref(c->gate_end);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->wlock);
 	pthread_cond_destroy(&c->gate_cond);

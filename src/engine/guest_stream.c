@@ -465,10 +465,13 @@ static int gate_read(struct guest_conn *c, struct guest_stream *s, int64_t deadl
 		       log_quote(txt ? txt : "", q, sizeof(q)));
 		free(txt);
 	}
-	json_decref(res);
 	pthread_mutex_lock(&c->lock);
 	c->gate_state = r < 0 ? GATE_FAILED : GATE_OK;
 	c->gate_err = r;
+	json_decref(c->gate_end);
+	c->gate_end = r < 0 ? NULL : res;
+	if (r < 0)
+		json_decref(res);
 	pthread_cond_broadcast(&c->gate_cond);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -527,6 +530,14 @@ int guest_stream_gate_open(struct guest_conn *c, json_t *req, int timeout_ms)
 int guest_stream_gate_wait(struct guest_conn *c)
 {
 	return gate_pass(c);
+}
+
+json_t *guest_stream_gate_end(struct guest_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	json_t *end = json_incref(c->gate_end);
+	pthread_mutex_unlock(&c->lock);
+	return end;
 }
 
 void guest_stream_gate_drop(struct guest_conn *c)

@@ -59,6 +59,11 @@ int guest_stream_open(struct guest_conn *c, json_t *req, struct guest_stream **o
 int guest_stream_gate_open(struct guest_conn *c, json_t *req, int timeout_ms);
 int guest_stream_gate_wait(struct guest_conn *c);
 
+/* guest_stream_gate_end - the END of the last gate that passed (a new
+ * reference; the guest's words, untrusted), or NULL while none has.  Any
+ * thread. */
+json_t *guest_stream_gate_end(struct guest_conn *c);
+
 /* guest_stream_id - the stream's id on the wire (for logs). */
 uint32_t guest_stream_id(const struct guest_stream *s);
 

@@ -22,9 +22,12 @@
  * (docs/agent-protocol.md "restore": the wall clock now and 64 fresh bytes
  * of host entropy into the kernel's pool with a reseed of its CRNG, then a
  * reseed of every warm interpreter's generators, queued ahead of any user
- * code) without waiting for its answer: it is the connection's gate
+ * code; with gopts->sandbox_id, the guest's after-restore hooks for it).
+ * When the entry's guest has hooks (its first restore listed them) the take
+ * waits for that END, so they have run before the sandbox is handed out;
+ * otherwise it does not wait: the message is the connection's gate
  * (guest_stream.h), so the owner's first request waits for it and fails if
- * it failed; then writes vm.json and releases the entry's lifeline.  So what an
+ * it failed.  Then it writes vm.json and releases the entry's lifeline.  So what an
  * entry's guest held before (its clock, the RNG state of its first
  * restore) tells nothing about what its owner's sandbox draws after.  The
  * caller then gives it its deadline (vm_set_deadline), as for vm_restore.

@@ -56,6 +56,12 @@ static void check_accepted(const struct agent_req *r)
 		__builtin_trap();
 	if (r->op == AGENT_OP_COMMAND_KILL && r->signal <= 0)
 		__builtin_trap();
+	if (r->sandbox_id &&
+	    (r->op != AGENT_OP_RESTORE || !r->sandbox_id[0] ||
+	     strlen(r->sandbox_id) > AGENT_REQ_CTX_ID_MAX ||
+	     strspn(r->sandbox_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789_-") != strlen(r->sandbox_id)))
+		__builtin_trap();
 }
 
 static void parse_one(const void *p, size_t n)

@@ -1,7 +1,8 @@
 /*
  * agent_harness.h - helpers for the host tests of the agent
  * (test_agent_host.c, test_agent_files.c): start pandastack-agent --listen on
- * a socket in a fresh temporary folder (its --pip-conf there too), connect through guest_conn, run
+ * a socket in a fresh temporary folder (its --pip-conf, --hooks-dir and
+ * --hooks-report there too), connect through guest_conn, run
  * execs (through the exec reader, guest_run) and file transfers, look for
  * leftover processes.
  *
@@ -43,6 +44,8 @@ struct agent_proc {
 	char ws[PATH_MAX + 16]; /* the agent's default working directory */
 	char log[PATH_MAX + 16];
 	char pip_conf[PATH_MAX + 16]; /* --pip-conf: restore's pip config file */
+	char hooks_dir[PATH_MAX + 16]; /* --hooks-dir (not made: a test makes it) */
+	char hooks_report[PATH_MAX + 32]; /* --hooks-report */
 };
 
 /* The agent binary to run. */
@@ -79,6 +82,8 @@ HARNESS int harness_start_as(struct agent_proc *a, uid_t uid, const char *cgroup
 	snprintf(a->ws, sizeof(a->ws), "%s/ws", a->dir);
 	snprintf(a->log, sizeof(a->log), "%s/agent.log", a->dir);
 	snprintf(a->pip_conf, sizeof(a->pip_conf), "%s/pip/pip.conf", a->dir);
+	snprintf(a->hooks_dir, sizeof(a->hooks_dir), "%s/hooks", a->dir);
+	snprintf(a->hooks_report, sizeof(a->hooks_report), "%s/run/after-restore.json", a->dir);
 	if (mkdir(a->ws, 0755) < 0)
 		return -errno;
 	if (uid && (chown(a->dir, uid, uid) < 0 || chown(a->ws, uid, uid) < 0))
@@ -100,10 +105,12 @@ HARNESS int harness_start_as(struct agent_proc *a, uid_t uid, const char *cgroup
 			_exit(111);
 		if (cgroup_dir)
 			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, "--pip-conf",
-			      a->pip_conf, "--cgroup", cgroup_dir, (char *)NULL);
+			      a->pip_conf, "--hooks-dir", a->hooks_dir, "--hooks-report",
+			      a->hooks_report, "--cgroup", cgroup_dir, (char *)NULL);
 		else
 			execl(bin, bin, "--listen", a->sock, "--workdir", a->ws, "--pip-conf",
-			      a->pip_conf, (char *)NULL);
+			      a->pip_conf, "--hooks-dir", a->hooks_dir, "--hooks-report",
+			      a->hooks_report, (char *)NULL);
 		_exit(127);
 	}
 	a->pid = pid;

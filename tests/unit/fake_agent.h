@@ -141,7 +141,8 @@ FAKE void *open_main(void *arg)
 	return NULL;
 }
 
-FAKE struct guest_conn *connect_fake(struct fake *f)
+/* connect_fake_info - the same, the HELLO_ACK carrying info (JSON text). */
+FAKE struct guest_conn *connect_fake_info(struct fake *f, const char *info)
 {
 	fake_listen(f);
 	struct opener o = {.f = f};
@@ -155,10 +156,15 @@ FAKE struct guest_conn *connect_fake(struct fake *f)
 	assert_int_equal(fr.type, PROTO_HELLO);
 	struct proto_hello h;
 	proto_hello_decode(buf, fr.len, &h);
-	send_ack(f, h.nonce, PROTO_VERSION, "{}");
+	send_ack(f, h.nonce, PROTO_VERSION, info);
 	pthread_join(th, NULL);
 	assert_int_equal(o.r, 0);
 	return o.c;
+}
+
+FAKE struct guest_conn *connect_fake(struct fake *f)
+{
+	return connect_fake_info(f, "{}");
 }
 
 #endif

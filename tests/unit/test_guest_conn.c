@@ -380,6 +380,62 @@ static void test_restore_gate_orders_and_fails_closed(void **state)
 	}
 }
 
+/* guest_conn_restore on a thread (the fake answers on the test's). */
+struct restore_call {
+	struct guest_conn *c;
+	const struct guest_restore_opts *o;
+	int r;
+};
+
+static void *restore_main(void *arg)
+{
+	struct restore_call *rc = arg;
+	rc->r = guest_conn_restore(rc->c, rc->o, 5000);
+	return NULL;
+}
+
+/* A restore that hands a sandbox out sends its id only to an agent that
+ * lists the "restore_hooks" feature (an older one refuses unknown fields),
+ * and what the agent answers about its hooks is the guest's word: a hostile
+ * report is logged without harm, a silly count is clamped. */
+static void test_restore_sandbox_id_and_hostile_report(void **state)
+{
+	(void)state;
+	static const char *const ends[] = {
+		"{\"hooks\": [1, {\"name\": 5, \"exit_code\": \"x\"}, {\"skipped\": true}], "
+		"\"kernel_hooks\": {\"failed\": 2, \"errors\": \"\\u0000\"}, "
+		"\"hooks_found\": 99999999999}",
+		"{\"hooks\": {}, \"kernel_hooks\": [], \"hooks_found\": -3}",
+	};
+	for (int feature = 0; feature < 2; feature++) {
+		struct fake f;
+		struct guest_conn *c =
+			connect_fake_info(&f, feature ? "{\"features\": [\"restore_hooks\"]}" : "{}");
+		struct guest_restore_opts o = {.sandbox_id = "sbx_0123"};
+		struct restore_call rc = {.c = c, .o = &o};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, restore_main, &rc), 0);
+		uint8_t buf[512];
+		struct proto_frame fr;
+		assert_int_equal(fake_next(&f, &fr, buf, sizeof(buf), 5000), 1);
+		assert_int_equal(fr.type, PROTO_OPEN);
+		assert_non_null(memmem(buf, fr.len, "\"op\":\"restore\"", 14));
+		static const char want[] = "\"sandbox_id\":\"sbx_0123\"";
+		int sent = memmem(buf, fr.len, want, sizeof(want) - 1) != NULL;
+		assert_int_equal(sent, feature);
+		fake_send(&f, PROTO_END, 0, fr.stream, ends[feature], (uint32_t)strlen(ends[feature]));
+		pthread_join(th, NULL);
+		assert_int_equal(rc.r, 0); /* the report was logged, whatever it held */
+		assert_int_equal(guest_conn_restore_hooks_found(c), feature ? 0 : INT32_MAX);
+		/* an id that is not one is refused before anything is sent */
+		o.sandbox_id = "sbx/../x";
+		assert_int_equal(guest_conn_restore_send(c, &o, 5000), -EINVAL);
+		assert_int_equal(fake_next(&f, &fr, buf, sizeof(buf), 200), 0);
+		guest_conn_close(c);
+		fake_close(&f);
+	}
+}
+
 /* A gate nobody read when the connection closes: no leak, no hang. */
 static void test_restore_gate_dropped_at_close(void **state)
 {
@@ -444,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_agent_error_flood_bounded_in_log),
 		cmocka_unit_test(test_restore_gate_orders_and_fails_closed),
 		cmocka_unit_test(test_restore_gate_dropped_at_close),
+		cmocka_unit_test(test_restore_sandbox_id_and_hostile_report),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1202,7 +1202,7 @@ static void test_pool_reseed(void **state)
 	usleep(1000 * 1000);
 	int64_t idle0 = kernel_ctx_idle_ms(a.c);
 	assert_true(idle0 >= 900);
-	assert_true(kernel_reseed_all() >= 2);
+	assert_true(kernel_reseed_all(NULL) >= 2);
 	usleep(1500 * 1000);
 	assert_true(kernel_ctx_idle_ms(a.c) >= idle0 + 1400);
 	run_code(&a, draw, 0, &ra);
