@@ -18,26 +18,65 @@
 /* The cluster secret: the first line of the file, 16 bytes at least. */
 static int read_secret(struct cluster *c, const char *path, char *err, size_t errlen)
 {
-	char *s = NULL;
-	size_t len = 0;
-	int r = util_read_file(path, 64 * 1024, &s, &len);
-	if (r < 0) {
+	char s[CLUSTER_SECRET_MAX + 2];
+	size_t n = 0;
+	int r = util_read_secret_line(path, s, sizeof(s), &n);
+	if (r == -EPERM)
+		snprintf(err, errlen,
+			 "--cluster-secret-file %.200s is open to its group or others: chmod 600 it",
+			 path);
+	else if (r == -EINVAL || (!r && (n < 16 || n > CLUSTER_SECRET_MAX)))
+		snprintf(err, errlen, "the cluster secret must be 16 to %d bytes on its first line",
+			 CLUSTER_SECRET_MAX);
+	else if (r)
 		snprintf(err, errlen, "cannot read --cluster-secret-file: %s", strerror(-r));
-		return r;
+	if (!r && (n < 16 || n > CLUSTER_SECRET_MAX))
+		r = -EINVAL;
+	if (!r) {
+		memcpy(c->secret, s, n);
+		c->secret_len = n;
 	}
-	size_t n = strcspn(s, "\r\n");
-	if (n < 16 || n > sizeof(c->secret)) {
-		explicit_bzero(s, len);
-		free(s);
-		snprintf(err, errlen, "the cluster secret must be 16 to %zu bytes on its first line",
-			 sizeof(c->secret));
-		return -EINVAL;
+	explicit_bzero(s, sizeof(s));
+	return r;
+}
+
+/*
+ * Connect the etcd client the way the configuration says: TLS (a CA, a
+ * client certificate), a user whose password is the first line of its
+ * file.  Secret files must be the owner's alone.
+ */
+static int open_etcd(struct cluster *c, const struct daemon_cfg *cfg, char *err, size_t errlen)
+{
+	char pw[1024];
+	size_t n = 0;
+	int r = 0;
+	if (cfg->cluster_etcd_user[0]) {
+		r = util_read_secret_line(cfg->cluster_etcd_password_file, pw, sizeof(pw), &n);
+		if (r == -EPERM)
+			snprintf(err, errlen,
+				 "--cluster-etcd-password-file %.200s is open to its group or others: "
+				 "chmod 600 it", cfg->cluster_etcd_password_file);
+		else if (r)
+			snprintf(err, errlen, "cannot read --cluster-etcd-password-file: %s",
+				 r == -EINVAL ? "its first line is empty or over 1023 bytes"
+					      : strerror(-r));
 	}
-	memcpy(c->secret, s, n);
-	c->secret_len = n;
-	explicit_bzero(s, len);
-	free(s);
-	return 0;
+	if (!r && cfg->cluster_etcd_key[0] && (r = util_file_private(cfg->cluster_etcd_key)) < 0)
+		snprintf(err, errlen, r == -EPERM
+			 ? "--cluster-etcd-key %.200s is open to its group or others: chmod 600 it"
+			 : "cannot read --cluster-etcd-key %.200s", cfg->cluster_etcd_key);
+	struct etcd_opts o = {
+		.ca_file = cfg->cluster_ca_file[0] ? cfg->cluster_ca_file : NULL,
+		.cert_file = cfg->cluster_etcd_cert[0] ? cfg->cluster_etcd_cert : NULL,
+		.key_file = cfg->cluster_etcd_key[0] ? cfg->cluster_etcd_key : NULL,
+		.user = cfg->cluster_etcd_user[0] ? cfg->cluster_etcd_user : NULL,
+		.password = cfg->cluster_etcd_user[0] ? pw : NULL,
+	};
+	if (!r && (r = etcd_open(cfg->cluster, &o, &c->etcd)) < 0)
+		snprintf(err, errlen, r == -ENOMEM ? "out of memory"
+			 : "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
+	explicit_bzero(pw, sizeof(pw));
+	return r;
 }
 
 static int check_config(struct cluster *c, const struct daemon_cfg *cfg, char *err,
@@ -119,14 +158,22 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 	c->published = json_object();
 	c->records = json_object();
 	int r = c->published && c->records ? check_config(c, &d->cfg, err, errlen) : -ENOMEM;
-	if (!r && (r = etcd_open(d->cfg.cluster, d->cfg.cluster_ca_file[0] ? d->cfg.cluster_ca_file
-									    : NULL,
-				 &c->etcd)) < 0)
-		snprintf(err, errlen, "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
-	if (!r && (r = join_wait(c)) < 0)
-		snprintf(err, errlen, "etcd did not answer at %s for %d s: %s", d->cfg.cluster,
-			 CLUSTER_JOIN_WAIT_MS / 1000,
-			 r == -ENOTCONN ? "no member reachable" : strerror(-r));
+	if (!r)
+		r = open_etcd(c, &d->cfg, err, errlen);
+	if (!r && (r = join_wait(c)) < 0) {
+		char last[ETCD_ERROR_MAX];
+		etcd_last_error(c->etcd, last, sizeof(last));
+		if (r == -EACCES)
+			snprintf(err, errlen,
+				 "etcd at %s refused this node (check --cluster-etcd-user, "
+				 "--cluster-etcd-password-file, --cluster-etcd-cert/-key, "
+				 "--cluster-ca-file and the user's role): %s",
+				 d->cfg.cluster, last);
+		else
+			snprintf(err, errlen, "etcd did not answer at %s for %d s: %s (%s)",
+				 d->cfg.cluster, CLUSTER_JOIN_WAIT_MS / 1000,
+				 r == -ENOTCONN ? "no member reachable" : strerror(-r), last);
+	}
 	if (!r && (r = cluster__view_start(c)) < 0)
 		snprintf(err, errlen, "cannot read the cluster from etcd: %s", strerror(-r));
 	if (!r && (r = cluster__templates_start(c)) < 0)

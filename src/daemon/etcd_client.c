@@ -26,10 +26,18 @@ struct etcd {
 	char urls[ETCD_ENDPOINTS_MAX][URL_MAX]; /* "http://h:p" without a trailing / */
 	size_t n;
 	char ca_file[4096];
+	char cert_file[4096];           /* "": no client certificate */
+	char key_file[4096];
+	char user[ETCD_USER_MAX];       /* "": no authentication */
+	char *password;                 /* owned, wiped at etcd_close */
 	pthread_mutex_t lock;
 	size_t current;                 /* lock: the endpoint that last answered */
 	CURL *idle[IDLE_HANDLES];       /* lock: handles kept for their connections */
 	size_t nidle;
+	char token[ETCD_TOKEN_MAX];     /* lock: etcd's auth token, "" while none */
+	unsigned token_gen;             /* lock: bumped with each new token */
+	char last_error[ETCD_ERROR_MAX]; /* lock: why the last call failed */
+	pthread_mutex_t auth_lock;      /* one authentication at a time */
 };
 
 int etcd_prefix_end(const char *prefix, char *out, size_t outlen)
@@ -87,7 +95,13 @@ static int add_endpoint(struct etcd *e, const char *s, size_t len)
 	return 0;
 }
 
-int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
+/* Copy s (may be NULL: "") into out (cap bytes); -EINVAL when it does not fit. */
+static int copy_opt(char *out, size_t cap, const char *s)
+{
+	return snprintf(out, cap, "%s", s ? s : "") >= (int)cap ? -EINVAL : 0;
+}
+
+int etcd_open(const char *endpoints, const struct etcd_opts *o, struct etcd **out)
 {
 	*out = NULL;
 	if (!endpoints || !*endpoints)
@@ -118,12 +132,23 @@ int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
 		free(e);
 		return -EINVAL;
 	}
-	if (ca_file && snprintf(e->ca_file, sizeof(e->ca_file), "%s", ca_file) >=
-			       (int)sizeof(e->ca_file)) {
+	static const struct etcd_opts none;
+	if (!o)
+		o = &none;
+	if (copy_opt(e->ca_file, sizeof(e->ca_file), o->ca_file) < 0 ||
+	    copy_opt(e->cert_file, sizeof(e->cert_file), o->cert_file) < 0 ||
+	    copy_opt(e->key_file, sizeof(e->key_file), o->key_file) < 0 ||
+	    copy_opt(e->user, sizeof(e->user), o->user) < 0 ||
+	    !e->cert_file[0] != !e->key_file[0] || (e->user[0] && !o->password)) {
 		free(e);
 		return -EINVAL;
 	}
+	if (e->user[0] && !(e->password = strdup(o->password))) {
+		free(e);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->auth_lock, NULL);
 	*out = e;
 	return 0;
 }
@@ -134,8 +159,21 @@ void etcd_close(struct etcd *e)
 		return;
 	for (size_t i = 0; i < e->nidle; i++)
 		curl_easy_cleanup(e->idle[i]);
+	if (e->password) {
+		explicit_bzero(e->password, strlen(e->password));
+		free(e->password);
+	}
+	explicit_bzero(e->token, sizeof(e->token));
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->auth_lock);
 	free(e);
+}
+
+void etcd_last_error(struct etcd *e, char *out, size_t cap)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(out, cap, "%s", e->last_error[0] ? e->last_error : "no call failed");
+	pthread_mutex_unlock(&e->lock);
 }
 
 size_t etcd_endpoint_count(const struct etcd *e)
@@ -187,25 +225,88 @@ static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_sli
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
 	if (e->ca_file[0])
 		curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_file);
+	if (e->cert_file[0]) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, e->key_file);
+	}
+}
+
+/* Note why a call failed (for etcd_last_error; never a secret: curl's and
+ * etcd's messages carry no header). */
+static void note_error(struct etcd *e, const char *url, const char *what)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->last_error, sizeof(e->last_error), "%s: %s", url, what);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * A TLS failure that trying again will not mend: this client's certificate
+ * or key cannot be used, the member's certificate is not trusted, or the
+ * member refused the handshake with an alert (no certificate, or one it does
+ * not trust: OpenSSL reports the alert, under TLS 1.3 only at the first
+ * read).  A reset in the middle of a handshake is not one of them.
+ */
+static int tls_refused(CURLcode cc, const char *errbuf)
+{
+	switch (cc) {
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_ISSUER_ERROR:
+		return 1;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+		return strstr(errbuf, " alert ") != NULL;
+	default:
+		return 0;
+	}
+}
+
+/* etcd's answer says the token is no good (expired, lost with a member's
+ * restart, or older than a change of users and roles). */
+static int token_refused(long status, const char *msg)
+{
+	return status == 401 || strstr(msg, "invalid auth token") ||
+	       strstr(msg, "auth store is old");
 }
 
 /*
  * POST body to path on the members, the last good one first, until one
  * answers 2xx: its body into *answer (the caller's dynbuf, cleared first).
- * Rounds over the members go on for ETCD_CALL_MS in all (a leader election
- * after a member left takes about a second), each attempt bounded by
- * ETCD_ATTEMPT_MS.
+ * token (may be "") goes into the Authorization header.  Rounds over the
+ * members go on for ETCD_CALL_MS in all (a leader election after a member
+ * left takes about a second), each attempt bounded by ETCD_ATTEMPT_MS.
+ * Returns 0, -ENOTCONN (no member answered), -EKEYEXPIRED (etcd refused the
+ * token), -EACCES (etcd refused the user, or every member refused this
+ * client's TLS), -EIO (another refusal), -ENOMEM.
  */
-static int post(struct etcd *e, const char *path, const char *body, struct dynbuf *answer)
+static int post(struct etcd *e, const char *path, const char *body, const char *token,
+		struct dynbuf *answer)
 {
 	CURL *h = take_handle(e);
 	if (!h)
 		return -ENOMEM;
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	char auth[ETCD_TOKEN_MAX + 32];
+	if (hdrs && token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", token);
+		struct curl_slist *l = curl_slist_append(hdrs, auth);
+		if (!l)
+			curl_slist_free_all(hdrs);
+		hdrs = l;
+		explicit_bzero(auth, sizeof(auth));
+	}
+	if (!hdrs) {
+		give_handle(e, h);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&e->lock);
 	size_t first = e->current;
 	pthread_mutex_unlock(&e->lock);
 	int r = -ENOTCONN;
+	size_t attempts = 0, refused_tls = 0;
 	int64_t deadline = util_now_ms() + ETCD_CALL_MS;
 	for (size_t k = 0; r == -ENOTCONN; k++) {
 		int64_t left = deadline - util_now_ms();
@@ -220,10 +321,12 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 			break;
 		size_t i = (first + k) % e->n;
 		char url[URL_MAX + 64];
+		char errbuf[CURL_ERROR_SIZE] = "";
 		snprintf(url, sizeof(url), "%s%s", e->urls[i], path);
 		dynbuf_free(answer);
 		dynbuf_init(answer, ETCD_ANSWER_MAX);
 		set_common(e, h, url, hdrs);
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 				 (long)(left < ETCD_ATTEMPT_MS ? left : ETCD_ATTEMPT_MS));
@@ -232,6 +335,8 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 		CURLcode cc = curl_easy_perform(h);
 		long status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+		attempts++;
 		if (cc == CURLE_OK && status >= 200 && status < 300) {
 			pthread_mutex_lock(&e->lock);
 			e->current = i;
@@ -245,17 +350,117 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 		char q[220];
 		log_kv(LOG_DEBUG, "etcd.call_failed", "url=%s curl=%d status=%ld msg=%s", url,
 		       (int)cc, status, log_quote(msg, q, sizeof(q)));
+		if (cc != CURLE_OK) {
+			note_error(e, e->urls[i], errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			refused_tls += (size_t)tls_refused(cc, errbuf);
+		} else {
+			char what[240];
+			snprintf(what, sizeof(what), "HTTP %ld %s", status, msg);
+			note_error(e, e->urls[i], what);
+		}
 		if (cc == CURLE_OPERATION_TIMEDOUT)
 			log_kv(LOG_WARN, "etcd.attempt_timeout", "path=%s member=%zu", path, i);
 		if (cc == CURLE_OK && status >= 400 && status < 500) {
+			if (token_refused(status, msg)) {
+				r = -EKEYEXPIRED; /* the caller authenticates again */
+				break;
+			}
 			log_kv(LOG_WARN, "etcd.refused", "path=%s status=%ld msg=%s", path, status,
 			       log_quote(msg, q, sizeof(q)));
-			r = -EIO;
+			r = status == 403 ? -EACCES : -EIO;
 		}
 	}
+	if (r == -ENOTCONN && attempts > 0 && refused_tls == attempts)
+		r = -EACCES; /* every member refused this client's TLS */
 	curl_slist_free_all(hdrs);
 	give_handle(e, h);
 	return r;
+}
+
+/* Ask etcd for a token for e->user (/v3/auth/authenticate): into out.
+ * -EACCES when etcd refused the user or password. */
+static int authenticate(struct etcd *e, char out[ETCD_TOKEN_MAX])
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_t *pw = json_object_get(req, "password");
+	if (pw) /* jansson keeps its own copy: wipe it too */
+		explicit_bzero((char *)json_string_value(pw), json_string_length(pw));
+	json_decref(req);
+	if (!body)
+		return -ENOMEM;
+	struct dynbuf a;
+	dynbuf_init(&a, ETCD_ANSWER_MAX);
+	int r = post(e, "/v3/auth/authenticate", body, "", &a);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	if (r == -EIO)
+		r = -EACCES; /* a 4xx answer to authenticate: the user or password is wrong */
+	if (!r)
+		r = etcd_decode_auth(a.p, a.len, out, ETCD_TOKEN_MAX);
+	if (a.p)
+		explicit_bzero(a.p, a.len);
+	dynbuf_free(&a);
+	if (r == -EACCES)
+		log_kv(LOG_WARN, "etcd.auth_refused", "user=%s", e->user);
+	else if (!r)
+		log_kv(LOG_INFO, "etcd.authenticated", "user=%s", e->user);
+	return r;
+}
+
+/* The token to send into out ("" without a user), authenticating when
+ * there is none yet; *gen its generation (for token_drop). */
+static int token_get(struct etcd *e, char out[ETCD_TOKEN_MAX], unsigned *gen)
+{
+	out[0] = '\0';
+	*gen = 0;
+	if (!e->user[0])
+		return 0;
+	pthread_mutex_lock(&e->auth_lock);
+	pthread_mutex_lock(&e->lock);
+	memcpy(out, e->token, ETCD_TOKEN_MAX);
+	*gen = e->token_gen;
+	pthread_mutex_unlock(&e->lock);
+	int r = 0;
+	if (!out[0]) {
+		r = authenticate(e, out);
+		pthread_mutex_lock(&e->lock);
+		if (!r) {
+			memcpy(e->token, out, ETCD_TOKEN_MAX);
+			*gen = ++e->token_gen;
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->auth_lock);
+	return r;
+}
+
+/* Forget the token of generation gen (etcd refused it); a newer one stays. */
+static void token_drop(struct etcd *e, unsigned gen)
+{
+	pthread_mutex_lock(&e->lock);
+	if (e->token_gen == gen)
+		explicit_bzero(e->token, sizeof(e->token));
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* post() with the token, authenticating again once when etcd refused it. */
+static int post_authed(struct etcd *e, const char *path, const char *body,
+		       struct dynbuf *answer)
+{
+	int r = -EACCES;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		char token[ETCD_TOKEN_MAX];
+		unsigned gen;
+		r = token_get(e, token, &gen);
+		if (!r)
+			r = post(e, path, body, token, answer);
+		explicit_bzero(token, sizeof(token));
+		if (r != -EKEYEXPIRED)
+			return r;
+		token_drop(e, gen);
+	}
+	return -EACCES; /* a fresh token refused at once */
 }
 
 /* base64 of len bytes of p as a new JSON string (NULL: ENOMEM). */
@@ -299,7 +504,7 @@ static int call(struct etcd *e, const char *path, json_t *req, struct dynbuf *an
 	json_decref(req);
 	if (!body)
 		return -ENOMEM;
-	int r = post(e, path, body, answer);
+	int r = post_authed(e, path, body, answer);
 	free(body);
 	return r;
 }
@@ -494,6 +699,7 @@ struct watch_ctx {
 	int64_t deadline_ms;
 	int result;             /* what ends the watch, once set */
 	int ended;
+	char reason[160];       /* etcd's reason, when it canceled the watch */
 };
 
 static int watch_line(struct watch_ctx *w, const char *p, size_t n)
@@ -510,7 +716,13 @@ static int watch_line(struct watch_ctx *w, const char *p, size_t n)
 	}
 	if (m.canceled) {
 		etcd_kvs_clear(&m.events);
-		w->result = -ECANCELED;
+		/* a token etcd no longer takes ends the watch at once: the caller's
+		 * next call authenticates again */
+		w->result = strstr(m.cancel_reason, "Unauthenticated") ||
+					    strstr(m.cancel_reason, "auth token")
+				    ? -EKEYEXPIRED
+				    : -ECANCELED;
+		snprintf(w->reason, sizeof(w->reason), "%s", m.cancel_reason);
 		return 1;
 	}
 	int r = w->fn(w->arg, &m);
@@ -572,7 +784,31 @@ int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms
 		free(body);
 		return -ENOMEM;
 	}
+	char token[ETCD_TOKEN_MAX];
+	unsigned gen;
+	int r = token_get(e, token, &gen);
+	if (r) {
+		explicit_bzero(token, sizeof(token));
+		curl_easy_cleanup(h);
+		free(body);
+		return r == -EACCES ? r : -ENOTCONN;
+	}
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	if (hdrs && token[0]) {
+		char line[ETCD_TOKEN_MAX + 32];
+		snprintf(line, sizeof(line), "Authorization: %s", token);
+		struct curl_slist *l = curl_slist_append(hdrs, line);
+		explicit_bzero(line, sizeof(line));
+		if (!l)
+			curl_slist_free_all(hdrs);
+		hdrs = l;
+	}
+	explicit_bzero(token, sizeof(token));
+	if (!hdrs) {
+		curl_easy_cleanup(h);
+		free(body);
+		return -ENOMEM;
+	}
 	struct watch_ctx w = {.fn = fn, .arg = arg, .stop = stop,
 			      .deadline_ms = util_now_ms() + max_ms};
 	dynbuf_init(&w.line, ETCD_ANSWER_MAX);
@@ -591,7 +827,13 @@ int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms
 	CURLcode cc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	int r;
+	if (w.ended && w.result == -EKEYEXPIRED) {
+		token_drop(e, gen);
+		note_error(e, e->urls[i], w.reason);
+		w.result = -ENOTCONN; /* as a failed stream: the caller retries */
+	} else if (cc == CURLE_OK && status == 401) {
+		token_drop(e, gen);
+	}
 	if (w.ended)
 		r = w.result;
 	else if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_OK)

@@ -1,8 +1,9 @@
 /*
  * fuzz_cluster_decode.c - libFuzzer target for what the cluster reads from
- * etcd: the JSON gateway's answers (etcd_decode.h) and the node, sandbox
- * and key records (cluster_record.c).  Any bytes give 0 or a negative
- * errno, never a crash or a leak; what decodes keeps its caps.
+ * etcd: the JSON gateway's answers (etcd_decode.h, the authenticate answer
+ * included) and the node, sandbox and key records (cluster_record.c).  Any
+ * bytes give 0 or a negative errno, never a crash or a leak; what decodes
+ * keeps its caps.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/cluster_int.h"
+#include "daemon/etcd_client.h"
 #include "daemon/etcd_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,5 +63,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct key_row k;
 	cluster_key_decode(buf, size, &k);
+
+	/* the token an authenticate answer carries */
+	char token[ETCD_TOKEN_MAX];
+	if (etcd_decode_auth(buf, size, token, sizeof(token)) == 0 &&
+	    (token[0] == '\0' || strlen(token) >= sizeof(token) || strchr(token, ' ')))
+		abort();
 	return 0;
 }
