@@ -117,6 +117,7 @@ static int check_config(struct cluster *c, const struct daemon_cfg *cfg, char *e
 static void free_cluster(struct cluster *c)
 {
 	etcd_close(c->etcd);
+	cluster__replay_free(c->replay);
 	free(c->nodes);
 	json_decref(c->published);
 	json_decref(c->records);
@@ -129,8 +130,8 @@ static void free_cluster(struct cluster *c)
 }
 
 /*
- * The first call to etcd: push this node's admin keys, trying again for
- * CLUSTER_JOIN_WAIT_MS while no member answers.  A node that starts while
+ * The first call to etcd: push this node's keys (cluster__keys_push),
+ * trying again for CLUSTER_JOIN_WAIT_MS while no member answers.  A node that starts while
  * the members elect a leader (a member that comes back after a cut can
  * force an election) or come up themselves waits instead of failing.
  */
@@ -138,7 +139,7 @@ static int join_wait(struct cluster *c)
 {
 	int64_t until = util_now_ms() + CLUSTER_JOIN_WAIT_MS;
 	int r;
-	while ((r = cluster__keys_push_admin(c)) == -ENOTCONN && util_now_ms() < until) {
+	while ((r = cluster__keys_push(c)) == -ENOTCONN && util_now_ms() < until) {
 		log_kv(LOG_WARN, "cluster.waiting_for_etcd", "etcd=%s", c->d->cfg.cluster);
 		cluster__wait(c, 1000, NULL);
 	}
@@ -157,7 +158,9 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 	pthread_mutex_init(&c->tpl_lock, NULL);
 	c->published = json_object();
 	c->records = json_object();
-	int r = c->published && c->records ? check_config(c, &d->cfg, err, errlen) : -ENOMEM;
+	c->replay = cluster__replay_new();
+	int r = c->published && c->records && c->replay ? check_config(c, &d->cfg, err, errlen)
+							 : -ENOMEM;
 	if (!r)
 		r = open_etcd(c, &d->cfg, err, errlen);
 	if (!r && (r = join_wait(c)) < 0) {
@@ -222,10 +225,14 @@ void cluster_stop(struct cluster *c)
 int cluster_key_insert(struct cluster *c, const struct key_row *k, const char *hash_hex)
 {
 	char key[ETCD_KEY_MAX + 1];
-	char *rec = cluster_key_encode(k);
-	int r = rec ? cluster__key(c, key, "keys/", hash_hex, NULL) : -ENOMEM;
+	char *text = cluster_key_encode(k);
+	int r = text ? cluster__key(c, key, "keys/", hash_hex, NULL) : -ENOMEM;
+	char *rec = r ? NULL : cluster__seal(c, key, text);
+	if (!r && !rec)
+		r = -ENOMEM;
 	if (!r)
 		r = cluster__etcd_result(c, etcd_put_new(c->etcd, key, rec, strlen(rec), 0, NULL));
+	free(text);
 	free(rec);
 	if (!r) {
 		r = store_key_insert(c->d->store, k, hash_hex);
