@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/auth.h"
+#include "daemon/auth_miss.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
 
@@ -118,6 +119,7 @@ static void free_cluster(struct cluster *c)
 {
 	etcd_close(c->etcd);
 	cluster__replay_free(c->replay);
+	auth_miss_free(c->miss);
 	free(c->nodes);
 	json_decref(c->published);
 	json_decref(c->records);
@@ -159,8 +161,10 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 	c->published = json_object();
 	c->records = json_object();
 	c->replay = cluster__replay_new();
-	int r = c->published && c->records && c->replay ? check_config(c, &d->cfg, err, errlen)
-							 : -ENOMEM;
+	c->miss = auth_miss_new();
+	int r = c->published && c->records && c->replay && c->miss
+			? check_config(c, &d->cfg, err, errlen)
+			: -ENOMEM;
 	if (!r)
 		r = open_etcd(c, &d->cfg, err, errlen);
 	if (!r && (r = join_wait(c)) < 0) {
@@ -264,7 +268,8 @@ int cluster_key_delete(struct cluster *c, const char *id)
 	return r == -ENOENT && found ? 0 : r;
 }
 
-int cluster_auth_check(struct cluster *c, const char *authorization, struct auth_ident *who)
+int cluster_auth_check(struct cluster *c, const char *authorization, const char *client,
+		       struct auth_ident *who)
 {
 	/* auth_check already found the header well formed but unknown, or bad;
 	 * only a well-formed one is worth a look in etcd. */
@@ -277,6 +282,8 @@ int cluster_auth_check(struct cluster *c, const char *authorization, struct auth
 	struct etcd_kvs kvs = {0};
 	int r = auth_hash(secret, hash);
 	explicit_bzero(secret, sizeof(secret));
+	if (!r && !auth_miss_may_look_up(c->miss, hash, client, util_now_ms()))
+		return -EACCES; /* looked up lately, or this client's lookups are spent */
 	if (!r)
 		r = cluster__key(c, key, "keys/", hash, NULL);
 	if (!r)
@@ -286,6 +293,8 @@ int cluster_auth_check(struct cluster *c, const char *authorization, struct auth
 	else if (!r)
 		r = -EACCES;
 	etcd_kvs_clear(&kvs);
+	if (r == -EACCES || r == -EBADMSG)
+		auth_miss_note_unknown(c->miss, hash, util_now_ms());
 	if (r)
 		return -EACCES;
 	return auth_check(c->d->store, authorization, who);
@@ -298,9 +307,11 @@ static int gate_internal(void *arg, struct http_req *r, const char *url)
 	return cluster_internal(arg, r, url);
 }
 
-static int gate_auth(void *arg, const char *authorization, struct auth_ident *who)
+static int gate_auth(void *arg, struct http_req *r, struct auth_ident *who)
 {
-	return cluster_auth_check(arg, authorization, who);
+	char client[64];
+	http_client_addr(r->conn, client, sizeof(client));
+	return cluster_auth_check(arg, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), client, who);
 }
 
 static int gate_route(void *arg, struct http_req *r)

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/auth.h"
+#include "daemon/auth_miss.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
 
@@ -103,6 +104,7 @@ int cluster__key_mirror(struct cluster *c, const struct etcd_kv *kv)
 		return r;
 	if (cluster_key_decode(kv->value, kv->value_len, &k) < 0)
 		return -EPROTO;
+	auth_miss_forget(c->miss, hash + 1);
 	if (store_key_by_hash(c->d->store, hash + 1, &have) == 0)
 		return 0; /* mirrored already */
 	r = store_key_insert(c->d->store, &k, hash + 1);

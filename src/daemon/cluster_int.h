@@ -98,6 +98,7 @@ struct cluster_sandbox {
 struct cluster_fwd;
 struct tpl_manifest;
 struct cluster_replay;
+struct auth_miss;
 
 struct cluster {
 	struct daemon *d;
@@ -132,6 +133,7 @@ struct cluster {
 	volatile int stop_flag;           /* read by the watch without the lock */
 
 	struct cluster_replay *replay;    /* nonces of signed requests seen (cluster_sign.c) */
+	struct auth_miss *miss;           /* unknown keys: cache and budget (auth_miss.h) */
 	uint64_t rejected[CLUSTER_REJECTED_LOGGED]; /* lock: rejected records logged */
 	size_t nrejected;                 /* lock */
 
@@ -163,12 +165,16 @@ int cluster_route(struct cluster *c, struct http_req *r);
 /*
  * cluster_auth_check - the gate's auth hook (cluster.c), when auth_check
  * did not know a key: a key made on another node a moment ago may not be
- * in this node's mirror yet, so its hash is looked up in etcd, added to the mirror, and the
- * header checked again.  Returns as auth_check (-EACCES: still unknown,
- * or etcd cannot be reached).
+ * in this node's mirror yet, so its hash is looked up in etcd, added to the
+ * mirror, and the header checked again.  Unknown keys cost no lookup when
+ * they were looked up lately (a negative cache) or when the client address
+ * (client, NULL: none known) has spent its budget of lookups (auth_miss.h).
+ * Returns as auth_check (-EACCES: still unknown, or etcd cannot be
+ * reached).
  */
 struct auth_ident;
-int cluster_auth_check(struct cluster *c, const char *authorization, struct auth_ident *who);
+int cluster_auth_check(struct cluster *c, const char *authorization, const char *client,
+		       struct auth_ident *who);
 
 /* ---- cluster_core.c ---------------------------------------------------------- */
 
