@@ -14,6 +14,7 @@
 #include "common/pip_index.h"
 #include "daemon/net_denied.h"
 #include "daemon/net_resolve.h"
+#include "daemon/origin.h"
 #include "daemon/request_body.h"
 #include "engine/jail.h"
 #include "engine/template.h"
@@ -146,6 +147,8 @@ static const struct opt opts[] = {
 	 "PEM client certificate for etcd members run with --client-cert-auth"},
 	{"--cluster-etcd-key", "PANDASTACK_CLUSTER_ETCD_KEY", OPT_PATH, F(cluster_etcd_key), 0, 0,
 	 "PEM private key of --cluster-etcd-cert (mode 0600)"},
+	{"--mcp-allowed-origins", "PANDASTACK_MCP_ALLOWED_ORIGINS", OPT_TEXT, F(mcp_allowed_origins),
+	 0, 0, "ORIGIN,... browser origins POST /mcp takes besides this daemon's own (none)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -425,7 +428,11 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 			snprintf(err, errlen, "--cluster-etcd-user holds a control character");
 			return -EINVAL;
 		}
-
+	char owhy[160];
+	if (origin_list_check(cfg->mcp_allowed_origins, owhy, sizeof(owhy)) < 0) {
+		snprintf(err, errlen, "--mcp-allowed-origins: %s", owhy);
+		return -EINVAL;
+	}
 	if ((uint64_t)cfg->jail_uid_first + cfg->jail_uid_count > 0xfffffffeu) {
 		snprintf(err, errlen, "--jail-uid-first + --jail-uid-count passes the largest uid");
 		return -EINVAL;

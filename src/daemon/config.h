@@ -68,6 +68,8 @@
  *                                                                 mode 0600)
  *   --cluster-etcd-cert FILE     PANDASTACK_CLUSTER_ETCD_CERT     (none: no client certificate)
  *   --cluster-etcd-key FILE      PANDASTACK_CLUSTER_ETCD_KEY      (with the cert; mode 0600)
+ *   --mcp-allowed-origins O,...  PANDASTACK_MCP_ALLOWED_ORIGINS   (none: this daemon's own
+ *                                                                 address only; docs/mcp.md)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -148,6 +150,7 @@ struct daemon_cfg {
 	char cluster_etcd_password_file[PATH_MAX];
 	char cluster_etcd_cert[PATH_MAX]; /* "": no client certificate */
 	char cluster_etcd_key[PATH_MAX];
+	char mcp_allowed_origins[1024]; /* origins POST /mcp takes besides its own (origin.h) */
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;
