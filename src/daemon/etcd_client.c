@@ -109,11 +109,14 @@ int etcd_open(const char *endpoints, const struct etcd_opts *o, struct etcd **ou
 	struct etcd *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	/* "etcd://a:1,b:2": the scheme of the first names them all. */
+	/* "etcd://a:1,b:2", "https://a:1,b:2": the scheme of the first names
+	 * all that have none. */
 	const char *p = endpoints;
 	const char *scheme = "";
-	if (!strncmp(p, "etcd://", 7))
-		scheme = "etcd://", p += 7;
+	static const char *const schemes[] = {"etcd://", "http://", "https://"};
+	for (size_t i = 0; i < 3 && !scheme[0]; i++)
+		if (!strncmp(p, schemes[i], strlen(schemes[i])))
+			scheme = schemes[i];
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		char one[URL_MAX];
@@ -236,18 +239,25 @@ static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_sli
 static void note_error(struct etcd *e, const char *url, const char *what)
 {
 	pthread_mutex_lock(&e->lock);
-	snprintf(e->last_error, sizeof(e->last_error), "%s: %s", url, what);
+	snprintf(e->last_error, sizeof(e->last_error), "%.300s: %.300s", url, what);
 	pthread_mutex_unlock(&e->lock);
 }
 
 /*
  * A TLS failure that trying again will not mend: this client's certificate
  * or key cannot be used, the member's certificate is not trusted, or the
- * member refused the handshake with an alert (no certificate, or one it does
- * not trust: OpenSSL reports the alert, under TLS 1.3 only at the first
- * read).  A reset in the middle of a handshake is not one of them.
+ * member refused the handshake (no client certificate, or one it does not
+ * trust).  The last shows in several ways: an alert, or under TLS 1.3 (the
+ * client's side of the handshake ends before the member has checked its
+ * certificate) a connection closed at the first read or write (an HTTP/2
+ * error when etcd negotiated HTTP/2).  So a failure to send or receive on
+ * an https:// connection before any answer counts too: post() concludes
+ * only when every attempt of a call, over every member for ETCD_CALL_MS,
+ * failed that way, while a member that is down or restarting refuses the
+ * TCP connection itself (and a dead pooled connection is retried afresh by
+ * libcurl).
  */
-static int tls_refused(CURLcode cc, const char *errbuf)
+static int tls_refused(CURL *h, CURLcode cc, const char *url)
 {
 	switch (cc) {
 	case CURLE_SSL_CERTPROBLEM:
@@ -258,7 +268,13 @@ static int tls_refused(CURLcode cc, const char *errbuf)
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
-		return strstr(errbuf, " alert ") != NULL;
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:        /* the same over HTTP/2, which etcd offers with TLS */
+	case CURLE_HTTP2_STREAM: {
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		return !strncmp(url, "https://", 8) && status == 0;
+	}
 	default:
 		return 0;
 	}
@@ -351,8 +367,15 @@ static int post(struct etcd *e, const char *path, const char *body, const char *
 		log_kv(LOG_DEBUG, "etcd.call_failed", "url=%s curl=%d status=%ld msg=%s", url,
 		       (int)cc, status, log_quote(msg, q, sizeof(q)));
 		if (cc != CURLE_OK) {
-			note_error(e, e->urls[i], errbuf[0] ? errbuf : curl_easy_strerror(cc));
-			refused_tls += (size_t)tls_refused(cc, errbuf);
+			int tls = tls_refused(h, cc, url);
+			char what[CURL_ERROR_SIZE + 96];
+			snprintf(what, sizeof(what), "%s%s",
+				 tls ? "TLS refused (no client certificate, or one it does not "
+				       "trust?): "
+				     : "",
+				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			note_error(e, e->urls[i], what);
+			refused_tls += (size_t)tls;
 		} else {
 			char what[240];
 			snprintf(what, sizeof(what), "HTTP %ld %s", status, msg);

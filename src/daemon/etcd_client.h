@@ -53,7 +53,7 @@
 #define ETCD_CALL_MS 4000
 #define ETCD_USER_MAX 128       /* bytes of a user name, with its NUL */
 #define ETCD_TOKEN_MAX 2048     /* bytes of an auth token (simple or JWT), with its NUL */
-#define ETCD_ERROR_MAX 320      /* bytes of etcd_last_error's text */
+#define ETCD_ERROR_MAX 640      /* bytes of etcd_last_error's text */
 
 struct etcd;
 
