@@ -123,6 +123,21 @@ static int node_record(struct cluster *c, const struct etcd_kv *kv, const char *
 	return -EBADMSG;
 }
 
+/*
+ * A record that was refused is ignored, as if it had not been written:
+ * the node keeps the entry it had from the node's last good record, while
+ * that record is recent (the node writes its record again within seconds;
+ * one that stays bad ages the entry out, as a node gone).  0 with the old
+ * entry in *out, or -ENOENT.
+ */
+static int keep_entry(struct cluster *c, const char *name, struct cluster_node *out)
+{
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	if (cluster__node_find(c, name, out) < 0)
+		return -ENOENT;
+	return out->updated_at_ms >= now - c->ttl_s * 1000 - CLUSTER_SIGN_SKEW_MS ? 0 : -ENOENT;
+}
+
 /* A copy of the table with kv applied (a put or delete under nodes/). */
 static void apply_node_event(struct cluster *c, const struct etcd_kv *kv)
 {
@@ -188,7 +203,10 @@ static int read_nodes(struct cluster *c, int64_t *rev)
 	size_t n = 0;
 	for (size_t i = 0; nodes && i < kvs.n && n < CLUSTER_NODES_MAX; i++) {
 		const char *name = under(c, kvs.v[i].key, "nodes/");
-		if (name && node_record(c, &kvs.v[i], name, &nodes[n]) == 0)
+		if (!name)
+			continue;
+		if (node_record(c, &kvs.v[i], name, &nodes[n]) == 0 ||
+		    (cluster_name_valid(name) && keep_entry(c, name, &nodes[n]) == 0))
 			n++;
 	}
 	etcd_kvs_clear(&kvs);
