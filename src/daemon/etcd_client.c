@@ -1,8 +1,10 @@
 /*
  * etcd_client.c - etcd v3 over its JSON gateway with libcurl (see
- * etcd_client.h).
+ * etcd_client.h): the members, authentication, and every call but the
+ * watch (etcd_watch.c).
  */
 #include "daemon/etcd_client.h"
+#include "daemon/etcd_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -18,27 +20,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/base64.h"
-
-#define URL_MAX 300
-#define IDLE_HANDLES 8
-
-struct etcd {
-	char urls[ETCD_ENDPOINTS_MAX][URL_MAX]; /* "http://h:p" without a trailing / */
-	size_t n;
-	char ca_file[4096];
-	char cert_file[4096];           /* "": no client certificate */
-	char key_file[4096];
-	char user[ETCD_USER_MAX];       /* "": no authentication */
-	char *password;                 /* owned, wiped at etcd_close */
-	pthread_mutex_t lock;
-	size_t current;                 /* lock: the endpoint that last answered */
-	CURL *idle[IDLE_HANDLES];       /* lock: handles kept for their connections */
-	size_t nidle;
-	char token[ETCD_TOKEN_MAX];     /* lock: etcd's auth token, "" while none */
-	unsigned token_gen;             /* lock: bumped with each new token */
-	char last_error[ETCD_ERROR_MAX]; /* lock: why the last call failed */
-	pthread_mutex_t auth_lock;      /* one authentication at a time */
-};
 
 int etcd_prefix_end(const char *prefix, char *out, size_t outlen)
 {
@@ -216,7 +197,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return dynbuf_add(b, p, size * n) == 0 ? size * n : 0;
 }
 
-static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
+/* See etcd_int.h. */
+void etcd__set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -234,9 +216,8 @@ static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_sli
 	}
 }
 
-/* Note why a call failed (for etcd_last_error; never a secret: curl's and
- * etcd's messages carry no header). */
-static void note_error(struct etcd *e, const char *url, const char *what)
+/* See etcd_int.h. */
+void etcd__note_error(struct etcd *e, const char *url, const char *what)
 {
 	pthread_mutex_lock(&e->lock);
 	snprintf(e->last_error, sizeof(e->last_error), "%.300s: %.300s", url, what);
@@ -341,7 +322,7 @@ static int post(struct etcd *e, const char *path, const char *body, const char *
 		snprintf(url, sizeof(url), "%s%s", e->urls[i], path);
 		dynbuf_free(answer);
 		dynbuf_init(answer, ETCD_ANSWER_MAX);
-		set_common(e, h, url, hdrs);
+		etcd__set_common(e, h, url, hdrs);
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
@@ -374,12 +355,12 @@ static int post(struct etcd *e, const char *path, const char *body, const char *
 				       "trust?): "
 				     : "",
 				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
-			note_error(e, e->urls[i], what);
+			etcd__note_error(e, e->urls[i], what);
 			refused_tls += (size_t)tls;
 		} else {
 			char what[240];
 			snprintf(what, sizeof(what), "HTTP %ld %s", status, msg);
-			note_error(e, e->urls[i], what);
+			etcd__note_error(e, e->urls[i], what);
 		}
 		if (cc == CURLE_OPERATION_TIMEDOUT)
 			log_kv(LOG_WARN, "etcd.attempt_timeout", "path=%s member=%zu", path, i);
@@ -431,9 +412,8 @@ static int authenticate(struct etcd *e, char out[ETCD_TOKEN_MAX])
 	return r;
 }
 
-/* The token to send into out ("" without a user), authenticating when
- * there is none yet; *gen its generation (for token_drop). */
-static int token_get(struct etcd *e, char out[ETCD_TOKEN_MAX], unsigned *gen)
+/* See etcd_int.h. */
+int etcd__token_get(struct etcd *e, char out[ETCD_TOKEN_MAX], unsigned *gen)
 {
 	out[0] = '\0';
 	*gen = 0;
@@ -458,8 +438,8 @@ static int token_get(struct etcd *e, char out[ETCD_TOKEN_MAX], unsigned *gen)
 	return r;
 }
 
-/* Forget the token of generation gen (etcd refused it); a newer one stays. */
-static void token_drop(struct etcd *e, unsigned gen)
+/* See etcd_int.h. */
+void etcd__token_drop(struct etcd *e, unsigned gen)
 {
 	pthread_mutex_lock(&e->lock);
 	if (e->token_gen == gen)
@@ -475,13 +455,13 @@ static int post_authed(struct etcd *e, const char *path, const char *body,
 	for (int attempt = 0; attempt < 2; attempt++) {
 		char token[ETCD_TOKEN_MAX];
 		unsigned gen;
-		r = token_get(e, token, &gen);
+		r = etcd__token_get(e, token, &gen);
 		if (!r)
 			r = post(e, path, body, token, answer);
 		explicit_bzero(token, sizeof(token));
 		if (r != -EKEYEXPIRED)
 			return r;
-		token_drop(e, gen);
+		etcd__token_drop(e, gen);
 	}
 	return -EACCES; /* a fresh token refused at once */
 }
@@ -498,8 +478,8 @@ static json_t *b64(const void *p, size_t len)
 	return j;
 }
 
-/* {"key": b64(key)} plus "range_end" for a prefix. */
-static json_t *key_obj(const char *key, int prefix)
+/* See etcd_int.h. */
+json_t *etcd__key_obj(const char *key, int prefix)
 {
 	json_t *o = json_object();
 	if (!o || json_object_set_new(o, "key", b64(key, strlen(key))) < 0) {
@@ -535,7 +515,7 @@ static int call(struct etcd *e, const char *path, json_t *req, struct dynbuf *an
 int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *req = key_obj(key, prefix);
+	json_t *req = etcd__key_obj(key, prefix);
 	if (req && prefix)
 		json_object_set_new(req, "limit", json_integer(ETCD_KVS_MAX));
 	struct dynbuf a;
@@ -548,7 +528,7 @@ int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out
 
 static json_t *put_obj(const char *key, const void *val, size_t len, int64_t lease)
 {
-	json_t *o = key_obj(key, 0);
+	json_t *o = etcd__key_obj(key, 0);
 	if (o && json_object_set_new(o, "value", b64(val, len)) < 0) {
 		json_decref(o);
 		return NULL;
@@ -596,7 +576,7 @@ static int txn(struct etcd *e, json_t *compare, json_t *then, int *succeeded, in
 /* compare key's target ("CREATE"/"MOD") revision equal to rev. */
 static json_t *cmp_rev(const char *key, const char *target, int64_t rev)
 {
-	json_t *o = key_obj(key, 0);
+	json_t *o = etcd__key_obj(key, 0);
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "target", json_string(target));
@@ -662,7 +642,7 @@ int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)
 {
 	struct dynbuf a;
 	int64_t rev, n = 0;
-	int r = call(e, "/v3/kv/deleterange", key_obj(key, prefix), &a);
+	int r = call(e, "/v3/kv/deleterange", etcd__key_obj(key, prefix), &a);
 	if (!r)
 		r = etcd_decode_write(a.p, a.len, &rev, &n);
 	if (deleted)
@@ -673,7 +653,7 @@ int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)
 
 int etcd_delete_at(struct etcd *e, const char *key, int64_t mod_rev)
 {
-	json_t *del = key_obj(key, 0);
+	json_t *del = etcd__key_obj(key, 0);
 	int ok = 0;
 	int r = txn(e, cmp_rev(key, "MOD", mod_rev),
 		    del ? json_pack("{s:o}", "request_delete_range", del) : NULL, &ok, NULL);
@@ -709,172 +689,5 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
 	struct dynbuf a;
 	int r = call(e, "/v3/lease/revoke", json_pack("{s:I}", "ID", (json_int_t)id), &a);
 	dynbuf_free(&a);
-	return r;
-}
-
-/* ---- watch ----------------------------------------------------------------- */
-
-struct watch_ctx {
-	struct dynbuf line;     /* the part of a message not yet ended by '\n' */
-	etcd_watch_fn fn;
-	void *arg;
-	const volatile int *stop;
-	int64_t deadline_ms;
-	int result;             /* what ends the watch, once set */
-	int ended;
-	char reason[160];       /* etcd's reason, when it canceled the watch */
-};
-
-static int watch_line(struct watch_ctx *w, const char *p, size_t n)
-{
-	while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
-		n--;
-	if (n == 0)
-		return 0;
-	struct etcd_watch_msg m;
-	int e = etcd_decode_watch(p, n, &m);
-	if (e) {
-		w->result = e == -ECONNABORTED ? -ENOTCONN : e;
-		return 1;
-	}
-	if (m.canceled) {
-		etcd_kvs_clear(&m.events);
-		/* a token etcd no longer takes ends the watch at once: the caller's
-		 * next call authenticates again */
-		w->result = strstr(m.cancel_reason, "Unauthenticated") ||
-					    strstr(m.cancel_reason, "auth token")
-				    ? -EKEYEXPIRED
-				    : -ECANCELED;
-		snprintf(w->reason, sizeof(w->reason), "%s", m.cancel_reason);
-		return 1;
-	}
-	int r = w->fn(w->arg, &m);
-	etcd_kvs_clear(&m.events);
-	if (r) {
-		w->result = r;
-		return 1;
-	}
-	return 0;
-}
-
-static size_t on_watch_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct watch_ctx *w = arg;
-	size_t total = size * n;
-	if (w->ended)
-		return 0;
-	const char *s = p, *end = p + total;
-	while (s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		size_t take = nl ? (size_t)(nl - s) : (size_t)(end - s);
-		if (dynbuf_add(&w->line, s, take) < 0) {
-			w->result = -EPROTO;
-			w->ended = 1;
-			return 0;
-		}
-		s += take;
-		if (!nl)
-			break;
-		s++; /* the '\n' */
-		int stop = watch_line(w, dynbuf_str(&w->line), w->line.len);
-		dynbuf_reset(&w->line);
-		if (stop) {
-			w->ended = 1;
-			return 0;
-		}
-	}
-	return total;
-}
-
-static int on_watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-	struct watch_ctx *w = arg;
-	(void)a, (void)b, (void)c, (void)d;
-	return (w->stop && *w->stop) || util_now_ms() >= w->deadline_ms;
-}
-
-int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms,
-	       etcd_watch_fn fn, void *arg, const volatile int *stop)
-{
-	json_t *create = key_obj(prefix, 1);
-	if (create && start_rev > 0)
-		json_object_set_new(create, "start_revision", json_integer(start_rev));
-	json_t *req = create ? json_pack("{s:o}", "create_request", create) : NULL;
-	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	CURL *h = body ? curl_easy_init() : NULL;
-	if (!h) {
-		free(body);
-		return -ENOMEM;
-	}
-	char token[ETCD_TOKEN_MAX];
-	unsigned gen;
-	int r = token_get(e, token, &gen);
-	if (r) {
-		explicit_bzero(token, sizeof(token));
-		curl_easy_cleanup(h);
-		free(body);
-		return r == -EACCES ? r : -ENOTCONN;
-	}
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-	if (hdrs && token[0]) {
-		char line[ETCD_TOKEN_MAX + 32];
-		snprintf(line, sizeof(line), "Authorization: %s", token);
-		struct curl_slist *l = curl_slist_append(hdrs, line);
-		explicit_bzero(line, sizeof(line));
-		if (!l)
-			curl_slist_free_all(hdrs);
-		hdrs = l;
-	}
-	explicit_bzero(token, sizeof(token));
-	if (!hdrs) {
-		curl_easy_cleanup(h);
-		free(body);
-		return -ENOMEM;
-	}
-	struct watch_ctx w = {.fn = fn, .arg = arg, .stop = stop,
-			      .deadline_ms = util_now_ms() + max_ms};
-	dynbuf_init(&w.line, ETCD_ANSWER_MAX);
-	pthread_mutex_lock(&e->lock);
-	size_t i = e->current;
-	pthread_mutex_unlock(&e->lock);
-	char url[URL_MAX + 16];
-	snprintf(url, sizeof(url), "%s/v3/watch", e->urls[i]);
-	set_common(e, h, url, hdrs);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_watch_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	if (w.ended && w.result == -EKEYEXPIRED) {
-		token_drop(e, gen);
-		note_error(e, e->urls[i], w.reason);
-		w.result = -ENOTCONN; /* as a failed stream: the caller retries */
-	} else if (cc == CURLE_OK && status == 401) {
-		token_drop(e, gen);
-	}
-	if (w.ended)
-		r = w.result;
-	else if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_OK)
-		r = 0; /* stopped, or the time is up (etcd never ends a stream itself) */
-	else
-		r = -ENOTCONN;
-	if (r == -ENOTCONN || (cc == CURLE_OK && status != 200)) {
-		/* the next call starts with another member */
-		pthread_mutex_lock(&e->lock);
-		if (e->current == i)
-			e->current = (i + 1) % e->n;
-		pthread_mutex_unlock(&e->lock);
-		if (r == 0)
-			r = -ENOTCONN;
-	}
-	dynbuf_free(&w.line);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(h);
-	free(body);
 	return r;
 }
