@@ -176,10 +176,12 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 				 "--cluster-etcd-password-file, --cluster-etcd-cert/-key, "
 				 "--cluster-ca-file and the user's role): %s",
 				 d->cfg.cluster, last);
+		else if (r == -ENOTCONN)
+			snprintf(err, errlen, "etcd did not answer at %s for %d s: no member "
+				 "reachable (%s)", d->cfg.cluster, CLUSTER_JOIN_WAIT_MS / 1000, last);
 		else
-			snprintf(err, errlen, "etcd did not answer at %s for %d s: %s (%s)",
-				 d->cfg.cluster, CLUSTER_JOIN_WAIT_MS / 1000,
-				 r == -ENOTCONN ? "no member reachable" : strerror(-r), last);
+			snprintf(err, errlen, "etcd at %s failed this node's first call: %s (%s)",
+				 d->cfg.cluster, strerror(-r), last);
 	}
 	if (!r && (r = cluster__view_start(c)) < 0)
 		snprintf(err, errlen, "cannot read the cluster from etcd: %s", strerror(-r));

@@ -371,7 +371,8 @@ static int post(struct etcd *e, const char *path, const char *body, const char *
 			}
 			log_kv(LOG_WARN, "etcd.refused", "path=%s status=%ld msg=%s", path, status,
 			       log_quote(msg, q, sizeof(q)));
-			r = status == 403 ? -EACCES : -EIO;
+			/* no user while etcd's authentication is on is a 400 */
+			r = status == 403 || strstr(msg, "user name is empty") ? -EACCES : -EIO;
 		}
 	}
 	if (r == -ENOTCONN && attempts > 0 && refused_tls == attempts)

@@ -28,9 +28,10 @@
  *
  * Errors (every call returns 0 or one of these):
  *   -ENOTCONN  no endpoint answered (etcd unreachable or without quorum)
- *   -EACCES    etcd refused this client: a wrong user or password, a role
- *              without the permission (403), or every member refused its
- *              TLS (no client certificate, or one they do not trust)
+ *   -EACCES    etcd refused this client: a wrong user or password, none
+ *              while etcd's authentication is on, a role without the
+ *              permission (403), or every member refused its TLS (no client
+ *              certificate, or one they do not trust)
  *   -EIO       etcd refused the request (another 4xx answer; logged)
  *   -EPROTO    an answer that does not decode
  *   -EEXIST    etcd_put_new: the key exists

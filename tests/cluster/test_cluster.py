@@ -4,8 +4,9 @@ runs with TLS, client certificates and authentication on; the daemons log in
 as a user whose role reaches /pandastack/ only.
 
 The tests run in order and share the cluster (docs/cluster.md):
-  0. a daemon with a wrong etcd password, without a client certificate, or
-     with a password file others may read refuses to start, saying why;
+  0. a daemon with a wrong etcd password, none, without a client
+     certificate, with one etcd does not trust, or with a password file
+     others may read refuses to start, saying why;
   1. six sandboxes created through node a spread over the three nodes; exec,
      a 10 MiB upload and download (hash-checked) and a code context on each,
      every call sent to another node than the last; a forward from a to b is
@@ -128,7 +129,7 @@ def test_0_bad_etcd_credentials_stop_a_node_at_start(cl):
     assert code != 0 and "refused this node" in log, log
     # no user: etcd's authentication is on
     code, log = cl.try_node("a", "x4", cl.etcd_args(password=False))
-    assert code != 0 and "user name is empty" in log, log
+    assert code != 0 and "refused this node" in log and "user name is empty" in log, log
     # a password file its group or others may read
     loose = cl.work / "loose.password"
     loose.write_text(cl.password_file.read_text())
