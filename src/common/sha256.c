@@ -6,7 +6,9 @@
 #include "util.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 int sha256_init(struct sha256 *s)
 {
@@ -52,4 +54,21 @@ int sha256_hex(const void *p, size_t n, char out[SHA256_HEX_LEN])
 		return r;
 	sha256_update(&s, p, n);
 	return sha256_final_hex(&s, out);
+}
+
+int sha256_hmac_hex(const void *key, size_t keylen, const void *p, size_t n,
+		    char out[SHA256_HEX_LEN])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (keylen > 0x7fffffff ||
+	    !HMAC(EVP_sha256(), key, (int)keylen, p, n, md, &mdlen) || mdlen != 32)
+		return -EIO;
+	util_hex(md, 32, out);
+	return 0;
+}
+
+int sha256_hex_equal(const char *a, const char *b)
+{
+	return CRYPTO_memcmp(a, b, 64) == 0;
 }

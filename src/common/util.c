@@ -221,6 +221,44 @@ int util_read_file(const char *path, size_t cap, char **out, size_t *len)
 	return r;
 }
 
+int util_file_private(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return st.st_mode & 077 ? -EPERM : 0;
+}
+
+int util_read_secret_line(const char *path, char *out, size_t cap, size_t *len)
+{
+	*len = 0;
+	if (cap)
+		out[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	char *s = NULL;
+	size_t n = 0;
+	int r = fstat(fd, &st) < 0 ? -errno : st.st_mode & 077 ? -EPERM : 0;
+	if (!r)
+		r = util_read_fd(fd, 64 * 1024, &s, &n);
+	close(fd);
+	if (r)
+		return r;
+	size_t line = strcspn(s, "\r\n");
+	if (line == 0 || line >= cap) {
+		r = -EINVAL;
+	} else {
+		memcpy(out, s, line);
+		out[line] = '\0';
+		*len = line;
+	}
+	explicit_bzero(s, n);
+	free(s);
+	return r;
+}
+
 int util_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

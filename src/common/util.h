@@ -52,6 +52,23 @@ int util_rm_rf(const char *path);
 int util_read_file(const char *path, size_t cap, char **out, size_t *len);
 
 /*
+ * util_file_private - 0 when the file at path (symbolic links followed)
+ * gives no permission to its group or others (mode 0600, 0400), -EPERM
+ * when it does, else -errno of stat(2).  For files that hold secrets.
+ */
+int util_file_private(const char *path);
+
+/*
+ * util_read_secret_line - the first line of the secret file at path
+ * (without its "\r\n"), 1 to cap - 1 bytes, NUL-terminated into out (cap
+ * bytes) and its length into *len.  The file must pass util_file_private
+ * (-EPERM otherwise) and hold at most 64 KiB; -EINVAL for an empty or too
+ * long line, else as open(2)/read(2).  Every copy of the file's bytes but
+ * out is wiped before it is freed, and out is wiped on failure.
+ */
+int util_read_secret_line(const char *path, char *out, size_t cap, size_t *len);
+
+/*
  * util_read_fd - the same for what is left to read on fd (not closed).  On a
  * nonblocking fd that has no data yet it returns -EAGAIN.
  */

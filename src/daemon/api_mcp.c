@@ -11,7 +11,9 @@
  * Mcp-Session-Id; every other message needs that header (400 without it,
  * 404 for an unknown or ended session).  An MCP-Protocol-Version header
  * naming a revision this server does not speak is 400.  An Origin header
- * that is not this server's own origin is 403 (DNS rebinding).  HTTP-level
+ * that is not one of the allowed origins (origin_ok: this server's own
+ * address and --mcp-allowed-origins, never the Host header) is 403 (DNS
+ * rebinding).  HTTP-level
  * refusals carry a JSON-RPC error without an id.
  *
  * Backend: the tools call this daemon's own REST API over loopback (the
@@ -49,6 +51,7 @@
 #include "daemon/api_mcp_sessions.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "daemon/origin.h"
 #include "mcp/mcp_backend_rest.h"
 #include "common/base64.h"
 #include "mcp/mcp_rpc.h"
@@ -56,6 +59,7 @@
 
 #define SESSION_HEADER "Mcp-Session-Id"
 #define VERSION_HEADER "MCP-Protocol-Version"
+#define ORIGIN_REFUSED "Forbidden: the Origin is not one this server allows (--mcp-allowed-origins)"
 
 struct api_mcp {
 	struct api_mcp_sessions *sessions;
@@ -146,21 +150,6 @@ static void refuse(struct http_req *r, unsigned status, int code, const char *ms
 	reply(r, status, mcp_rpc_error(NULL, code, msg, NULL), NULL);
 }
 
-/* 1 when Origin is absent or names this server (scheme://Host). */
-static int origin_ok(struct http_req *r)
-{
-	const char *origin = http_header(r, "Origin");
-	if (!origin)
-		return 1;
-	const char *host = http_header(r, MHD_HTTP_HEADER_HOST);
-	if (!host)
-		return 0;
-	const char *rest = strncmp(origin, "http://", 7) == 0	 ? origin + 7
-			   : strncmp(origin, "https://", 8) == 0 ? origin + 8
-								 : NULL;
-	return rest && strcasecmp(rest, host) == 0;
-}
-
 /* 1 when an Accept header, if any, takes application/json. */
 static int accepts_json(struct http_req *r)
 {
@@ -193,6 +182,41 @@ static int self_url(struct http_req *r, char *out, size_t cap)
 		snprintf(out, cap, "%s://[%s]:%u", scheme, host, port);
 	} else {
 		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
+/*
+ * 1 when the request has no Origin (not a browser's), or one this server
+ * takes: its own address as this connection reached it (the dashboard's
+ * origin too: the daemon serves it), "localhost" for a loopback address,
+ * its --advertise URL, or one of --mcp-allowed-origins.  Never what the
+ * Host header says: a page on a DNS name rebound to this address sends
+ * that name as Host and Origin alike.
+ */
+static int origin_ok(struct http_req *r)
+{
+	const char *origin = http_header(r, "Origin");
+	if (!origin)
+		return 1;
+	char norm[ORIGIN_MAX], self[128];
+	if (origin_normalize(origin, norm) < 0)
+		return 0; /* "null", a path, ...: no origin of ours */
+	if (origin_in_list(norm, r->d->cfg.mcp_allowed_origins) ||
+	    (r->d->cfg.advertise[0] && origin_in_list(norm, r->d->cfg.advertise)))
+		return 1;
+	if (self_url(r, self, sizeof(self)) < 0)
+		return 0;
+	if (origin_in_list(norm, self))
+		return 1;
+	/* a loopback address is "localhost" to a browser as well */
+	const char *host = strstr(self, "://") + 3;
+	const char *port = strrchr(self, ':');
+	if (strncmp(host, "127.", 4) == 0 || strncmp(host, "[::1]", 5) == 0) {
+		char alias[128];
+		snprintf(alias, sizeof(alias), "%s://localhost%s", r->d->mcp->https ? "https" : "http",
+			 port);
+		return origin_in_list(norm, alias);
 	}
 	return 0;
 }
@@ -237,7 +261,7 @@ void api_mcp_post(struct http_req *r)
 {
 	struct api_mcp_sessions *tab = r->d->mcp->sessions;
 	if (!origin_ok(r)) {
-		refuse(r, 403, MCP_RPC_INVALID_REQUEST, "Forbidden: the Origin is not this server's");
+		refuse(r, 403, MCP_RPC_INVALID_REQUEST, ORIGIN_REFUSED);
 		return;
 	}
 	if (!accepts_json(r)) {
@@ -314,7 +338,7 @@ out:
 void api_mcp_delete(struct http_req *r)
 {
 	if (!origin_ok(r)) {
-		refuse(r, 403, MCP_RPC_INVALID_REQUEST, "Forbidden: the Origin is not this server's");
+		refuse(r, 403, MCP_RPC_INVALID_REQUEST, ORIGIN_REFUSED);
 		return;
 	}
 	const char *sid = http_header(r, SESSION_HEADER);

@@ -231,20 +231,6 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
-/* The caller's address, numeric, into out (for X-Forwarded-For). */
-static void client_addr(struct MHD_Connection *c, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "unknown");
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (!ci || !ci->client_addr)
-		return;
-	socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-								  : sizeof(struct sockaddr_in);
-	if (getnameinfo(ci->client_addr, len, out, (socklen_t)outlen, NULL, 0, NI_NUMERICHOST))
-		snprintf(out, outlen, "unknown");
-}
-
 /* The request head for the guest into b.  Returns 0, -E2BIG (over
  * PORT_REQ_HEAD_MAX), -EINVAL (a target that cannot be sent), -ENOMEM. */
 static int build_head(struct http_req *r, struct proxy *x, struct dynbuf *b)
@@ -268,7 +254,7 @@ static int build_head(struct http_req *r, struct proxy *x, struct dynbuf *b)
 	};
 	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
 	char addr[64];
-	client_addr(r->conn, addr, sizeof(addr));
+	http_client_addr(r->conn, addr, sizeof(addr));
 	dynbuf_addf(b, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: %s\r\n", addr,
 		    r->d->cfg.tls_cert[0] ? "https" : "http");
 	const char *host = http_header(r, MHD_HTTP_HEADER_HOST);

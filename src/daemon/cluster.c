@@ -12,32 +12,72 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/auth.h"
+#include "daemon/auth_miss.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
 
 /* The cluster secret: the first line of the file, 16 bytes at least. */
 static int read_secret(struct cluster *c, const char *path, char *err, size_t errlen)
 {
-	char *s = NULL;
-	size_t len = 0;
-	int r = util_read_file(path, 64 * 1024, &s, &len);
-	if (r < 0) {
+	char s[CLUSTER_SECRET_MAX + 2];
+	size_t n = 0;
+	int r = util_read_secret_line(path, s, sizeof(s), &n);
+	if (r == -EPERM)
+		snprintf(err, errlen,
+			 "--cluster-secret-file %.200s is open to its group or others: chmod 600 it",
+			 path);
+	else if (r == -EINVAL || (!r && (n < 16 || n > CLUSTER_SECRET_MAX)))
+		snprintf(err, errlen, "the cluster secret must be 16 to %d bytes on its first line",
+			 CLUSTER_SECRET_MAX);
+	else if (r)
 		snprintf(err, errlen, "cannot read --cluster-secret-file: %s", strerror(-r));
-		return r;
+	if (!r && (n < 16 || n > CLUSTER_SECRET_MAX))
+		r = -EINVAL;
+	if (!r) {
+		memcpy(c->secret, s, n);
+		c->secret_len = n;
 	}
-	size_t n = strcspn(s, "\r\n");
-	if (n < 16 || n > sizeof(c->secret)) {
-		explicit_bzero(s, len);
-		free(s);
-		snprintf(err, errlen, "the cluster secret must be 16 to %zu bytes on its first line",
-			 sizeof(c->secret));
-		return -EINVAL;
+	explicit_bzero(s, sizeof(s));
+	return r;
+}
+
+/*
+ * Connect the etcd client the way the configuration says: TLS (a CA, a
+ * client certificate), a user whose password is the first line of its
+ * file.  Secret files must be the owner's alone.
+ */
+static int open_etcd(struct cluster *c, const struct daemon_cfg *cfg, char *err, size_t errlen)
+{
+	char pw[1024];
+	size_t n = 0;
+	int r = 0;
+	if (cfg->cluster_etcd_user[0]) {
+		r = util_read_secret_line(cfg->cluster_etcd_password_file, pw, sizeof(pw), &n);
+		if (r == -EPERM)
+			snprintf(err, errlen,
+				 "--cluster-etcd-password-file %.200s is open to its group or others: "
+				 "chmod 600 it", cfg->cluster_etcd_password_file);
+		else if (r)
+			snprintf(err, errlen, "cannot read --cluster-etcd-password-file: %s",
+				 r == -EINVAL ? "its first line is empty or over 1023 bytes"
+					      : strerror(-r));
 	}
-	memcpy(c->secret, s, n);
-	c->secret_len = n;
-	explicit_bzero(s, len);
-	free(s);
-	return 0;
+	if (!r && cfg->cluster_etcd_key[0] && (r = util_file_private(cfg->cluster_etcd_key)) < 0)
+		snprintf(err, errlen, r == -EPERM
+			 ? "--cluster-etcd-key %.200s is open to its group or others: chmod 600 it"
+			 : "cannot read --cluster-etcd-key %.200s", cfg->cluster_etcd_key);
+	struct etcd_opts o = {
+		.ca_file = cfg->cluster_ca_file[0] ? cfg->cluster_ca_file : NULL,
+		.cert_file = cfg->cluster_etcd_cert[0] ? cfg->cluster_etcd_cert : NULL,
+		.key_file = cfg->cluster_etcd_key[0] ? cfg->cluster_etcd_key : NULL,
+		.user = cfg->cluster_etcd_user[0] ? cfg->cluster_etcd_user : NULL,
+		.password = cfg->cluster_etcd_user[0] ? pw : NULL,
+	};
+	if (!r && (r = etcd_open(cfg->cluster, &o, &c->etcd)) < 0)
+		snprintf(err, errlen, r == -ENOMEM ? "out of memory"
+			 : "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
+	explicit_bzero(pw, sizeof(pw));
+	return r;
 }
 
 static int check_config(struct cluster *c, const struct daemon_cfg *cfg, char *err,
@@ -78,6 +118,8 @@ static int check_config(struct cluster *c, const struct daemon_cfg *cfg, char *e
 static void free_cluster(struct cluster *c)
 {
 	etcd_close(c->etcd);
+	cluster__replay_free(c->replay);
+	auth_miss_free(c->miss);
 	free(c->nodes);
 	json_decref(c->published);
 	json_decref(c->records);
@@ -90,8 +132,8 @@ static void free_cluster(struct cluster *c)
 }
 
 /*
- * The first call to etcd: push this node's admin keys, trying again for
- * CLUSTER_JOIN_WAIT_MS while no member answers.  A node that starts while
+ * The first call to etcd: push this node's keys (cluster__keys_push),
+ * trying again for CLUSTER_JOIN_WAIT_MS while no member answers.  A node that starts while
  * the members elect a leader (a member that comes back after a cut can
  * force an election) or come up themselves waits instead of failing.
  */
@@ -99,7 +141,7 @@ static int join_wait(struct cluster *c)
 {
 	int64_t until = util_now_ms() + CLUSTER_JOIN_WAIT_MS;
 	int r;
-	while ((r = cluster__keys_push_admin(c)) == -ENOTCONN && util_now_ms() < until) {
+	while ((r = cluster__keys_push(c)) == -ENOTCONN && util_now_ms() < until) {
 		log_kv(LOG_WARN, "cluster.waiting_for_etcd", "etcd=%s", c->d->cfg.cluster);
 		cluster__wait(c, 1000, NULL);
 	}
@@ -118,15 +160,29 @@ int cluster_start(struct daemon *d, struct cluster **out, char *err, size_t errl
 	pthread_mutex_init(&c->tpl_lock, NULL);
 	c->published = json_object();
 	c->records = json_object();
-	int r = c->published && c->records ? check_config(c, &d->cfg, err, errlen) : -ENOMEM;
-	if (!r && (r = etcd_open(d->cfg.cluster, d->cfg.cluster_ca_file[0] ? d->cfg.cluster_ca_file
-									    : NULL,
-				 &c->etcd)) < 0)
-		snprintf(err, errlen, "--cluster must be etcd://HOST:PORT[,HOST:PORT...]");
-	if (!r && (r = join_wait(c)) < 0)
-		snprintf(err, errlen, "etcd did not answer at %s for %d s: %s", d->cfg.cluster,
-			 CLUSTER_JOIN_WAIT_MS / 1000,
-			 r == -ENOTCONN ? "no member reachable" : strerror(-r));
+	c->replay = cluster__replay_new();
+	c->miss = auth_miss_new();
+	int r = c->published && c->records && c->replay && c->miss
+			? check_config(c, &d->cfg, err, errlen)
+			: -ENOMEM;
+	if (!r)
+		r = open_etcd(c, &d->cfg, err, errlen);
+	if (!r && (r = join_wait(c)) < 0) {
+		char last[ETCD_ERROR_MAX];
+		etcd_last_error(c->etcd, last, sizeof(last));
+		if (r == -EACCES)
+			snprintf(err, errlen,
+				 "etcd at %s refused this node (check --cluster-etcd-user, "
+				 "--cluster-etcd-password-file, --cluster-etcd-cert/-key, "
+				 "--cluster-ca-file and the user's role): %s",
+				 d->cfg.cluster, last);
+		else if (r == -ENOTCONN)
+			snprintf(err, errlen, "etcd did not answer at %s for %d s: no member "
+				 "reachable (%s)", d->cfg.cluster, CLUSTER_JOIN_WAIT_MS / 1000, last);
+		else
+			snprintf(err, errlen, "etcd at %s failed this node's first call: %s (%s)",
+				 d->cfg.cluster, strerror(-r), last);
+	}
 	if (!r && (r = cluster__view_start(c)) < 0)
 		snprintf(err, errlen, "cannot read the cluster from etcd: %s", strerror(-r));
 	if (!r && (r = cluster__templates_start(c)) < 0)
@@ -175,10 +231,14 @@ void cluster_stop(struct cluster *c)
 int cluster_key_insert(struct cluster *c, const struct key_row *k, const char *hash_hex)
 {
 	char key[ETCD_KEY_MAX + 1];
-	char *rec = cluster_key_encode(k);
-	int r = rec ? cluster__key(c, key, "keys/", hash_hex, NULL) : -ENOMEM;
+	char *text = cluster_key_encode(k);
+	int r = text ? cluster__key(c, key, "keys/", hash_hex, NULL) : -ENOMEM;
+	char *rec = r ? NULL : cluster__seal(c, key, text);
+	if (!r && !rec)
+		r = -ENOMEM;
 	if (!r)
 		r = cluster__etcd_result(c, etcd_put_new(c->etcd, key, rec, strlen(rec), 0, NULL));
+	free(text);
 	free(rec);
 	if (!r) {
 		r = store_key_insert(c->d->store, k, hash_hex);
@@ -210,7 +270,8 @@ int cluster_key_delete(struct cluster *c, const char *id)
 	return r == -ENOENT && found ? 0 : r;
 }
 
-int cluster_auth_check(struct cluster *c, const char *authorization, struct auth_ident *who)
+int cluster_auth_check(struct cluster *c, const char *authorization, const char *client,
+		       struct auth_ident *who)
 {
 	/* auth_check already found the header well formed but unknown, or bad;
 	 * only a well-formed one is worth a look in etcd. */
@@ -223,6 +284,8 @@ int cluster_auth_check(struct cluster *c, const char *authorization, struct auth
 	struct etcd_kvs kvs = {0};
 	int r = auth_hash(secret, hash);
 	explicit_bzero(secret, sizeof(secret));
+	if (!r && !auth_miss_may_look_up(c->miss, hash, client, util_now_ms()))
+		return -EACCES; /* looked up lately, or this client's lookups are spent */
 	if (!r)
 		r = cluster__key(c, key, "keys/", hash, NULL);
 	if (!r)
@@ -232,6 +295,8 @@ int cluster_auth_check(struct cluster *c, const char *authorization, struct auth
 	else if (!r)
 		r = -EACCES;
 	etcd_kvs_clear(&kvs);
+	if (r == -EACCES || r == -EBADMSG)
+		auth_miss_note_unknown(c->miss, hash, util_now_ms());
 	if (r)
 		return -EACCES;
 	return auth_check(c->d->store, authorization, who);
@@ -244,9 +309,11 @@ static int gate_internal(void *arg, struct http_req *r, const char *url)
 	return cluster_internal(arg, r, url);
 }
 
-static int gate_auth(void *arg, const char *authorization, struct auth_ident *who)
+static int gate_auth(void *arg, struct http_req *r, struct auth_ident *who)
 {
-	return cluster_auth_check(arg, authorization, who);
+	char client[64];
+	http_client_addr(r->conn, client, sizeof(client));
+	return cluster_auth_check(arg, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), client, who);
 }
 
 static int gate_route(void *arg, struct http_req *r)

@@ -2,7 +2,8 @@
  * cluster_core.c - what every file of the cluster shares (see
  * cluster_int.h): etcd key names, the wait of its threads, the etcd state
  * for /healthz, the node table's lookups, and the local mirror of keys.
- * It calls into no other file of the cluster, so they all may call it.
+ * It calls into no other file of the cluster but cluster_sign.c (which
+ * calls only cluster_record.c's pure checks), so they all may call it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/auth.h"
+#include "daemon/auth_miss.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
 
@@ -95,12 +97,17 @@ int cluster__key_mirror(struct cluster *c, const struct etcd_kv *kv)
 {
 	const char *hash = strrchr(kv->key, '/');
 	struct key_row k, have;
-	if (!hash || strlen(hash + 1) != AUTH_HASH_HEX_LEN ||
-	    cluster_key_decode(kv->value, kv->value_len, &k) < 0)
+	if (!hash || strlen(hash + 1) != AUTH_HASH_HEX_LEN)
 		return -EPROTO;
+	int r = cluster__unseal(c, kv); /* only a node's record grants anything */
+	if (r)
+		return r;
+	if (cluster_key_decode(kv->value, kv->value_len, &k) < 0)
+		return -EPROTO;
+	auth_miss_forget(c->miss, hash + 1);
 	if (store_key_by_hash(c->d->store, hash + 1, &have) == 0)
 		return 0; /* mirrored already */
-	int r = store_key_insert(c->d->store, &k, hash + 1);
+	r = store_key_insert(c->d->store, &k, hash + 1);
 	return r == -EEXIST ? 0 : r;
 }
 

@@ -8,10 +8,10 @@
  *
  * The relayed request keeps the caller's method, path, query, key
  * (Authorization), Content-Type and Content-Length, and adds this node's
- * signature (CLUSTER_NODE_HEADER: "<node> <unix ms> <hex HMAC-SHA256 of
- * node, ms, method and path with the cluster secret>"), which tells the
- * receiver to serve it itself.  The answer's status, Content-Type and
- * Content-Length come back as they are.
+ * signature (CLUSTER_NODE_HEADER, cluster_sign.c: over the receiving node,
+ * the time, a nonce, the method, the target with its query and the
+ * caller's key id), which tells the receiver to serve it itself.  The
+ * answer's status, Content-Type and Content-Length come back as they are.
  *
  * Failures: a node that cannot be reached gets 503 sandbox_lost (and is
  * avoided by placement for a while); a node that leaves the cluster while
@@ -30,9 +30,6 @@
 #include <time.h>
 
 #include <curl/curl.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "common/dynbuf.h"
 #include "common/log.h"
@@ -42,6 +39,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/http_server.h"
+#include "daemon/port_target.h"
 #include "daemon/route.h"
 
 #define FWD_IN_CAP (1024u * 1024u)      /* request body bytes waiting for curl */
@@ -56,7 +54,6 @@ struct cluster_fwd {
 	struct cluster_node node;
 	char method[16];
 	char *url;                   /* the node's URL of this call */
-	char *path;                  /* what is signed: the decoded path */
 	struct curl_slist *headers;
 	int stream_body;             /* the body comes through chunk() */
 	int64_t content_length;      /* of the request, -1 unknown */
@@ -83,57 +80,11 @@ struct cluster_fwd {
 	struct cluster_fwd *prev, *next; /* c->lock: c->fwds */
 };
 
-/* ---- node signatures ---------------------------------------------------------- */
+/* ---- the target -------------------------------------------------------------- */
 
-static int hmac_hex(const struct cluster *c, const char *node, int64_t ms, const char *method,
-		    const char *path, char out[65])
-{
-	char *msg = NULL;
-	if (asprintf(&msg, "%s\n%lld\n%s\n%s", node, (long long)ms, method, path) < 0)
-		return -ENOMEM;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	int ok = HMAC(EVP_sha256(), c->secret, (int)c->secret_len, (unsigned char *)msg,
-		      strlen(msg), md, &mdlen) != NULL && mdlen == 32;
-	free(msg);
-	if (!ok)
-		return -EIO;
-	util_hex(md, 32, out);
-	return 0;
-}
-
-int cluster__sign(const struct cluster *c, const char *method, const char *path,
-		  int64_t now_ms, char *out, size_t outlen)
-{
-	char mac[65];
-	int e = hmac_hex(c, c->node, now_ms, method, path, mac);
-	if (e)
-		return e;
-	int n = snprintf(out, outlen, "%s %lld %s", c->node, (long long)now_ms, mac);
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
-}
-
-int cluster__verify(const struct cluster *c, const char *value, const char *method,
-		    const char *path, int64_t now_ms, char *from)
-{
-	char node[CLUSTER_NAME_MAX], mac[65], want[65];
-	long long ms;
-	int used = 0;
-	from[0] = '\0';
-	if (!value || strlen(value) > 200 ||
-	    sscanf(value, "%64[a-z0-9._-] %lld %64[0-9a-f]%n", node, &ms, mac, &used) != 3 ||
-	    value[used] != '\0' || strlen(mac) != 64 || !cluster_name_valid(node))
-		return 0;
-	if (ms < now_ms - CLUSTER_SIGN_SKEW_MS || ms > now_ms + CLUSTER_SIGN_SKEW_MS)
-		return 0;
-	if (hmac_hex(c, node, ms, method, path, want) < 0 || CRYPTO_memcmp(want, mac, 64) != 0)
-		return 0;
-	snprintf(from, CLUSTER_NAME_MAX, "%s", node);
-	return 1;
-}
-
-/* r's path, decoded, as the route and its parameters give it. */
-static int request_path(const struct http_req *r, char *out, size_t outlen, int escape)
+/* r's path as the route and its parameters give it, each parameter
+ * escaped. */
+static int request_path(const struct http_req *r, char *out, size_t outlen)
 {
 	const char *p = r->route->pattern;
 	size_t o = 0;
@@ -143,16 +94,15 @@ static int request_path(const struct http_req *r, char *out, size_t outlen, int 
 			const char *close = strchr(p, '}');
 			if (!close || np >= ROUTE_MAX_PARAMS)
 				return -EINVAL;
-			char *esc = escape ? curl_easy_escape(NULL, r->params[np], 0) : NULL;
-			const char *v = escape ? esc : r->params[np];
-			if (!v)
+			char *esc = curl_easy_escape(NULL, r->params[np], 0);
+			if (!esc)
 				return -ENOMEM;
-			size_t n = strlen(v);
+			size_t n = strlen(esc);
 			if (o + n >= outlen) {
 				curl_free(esc);
 				return -ENAMETOOLONG;
 			}
-			memcpy(out + o, v, n);
+			memcpy(out + o, esc, n);
 			o += n;
 			curl_free(esc);
 			np++;
@@ -164,18 +114,6 @@ static int request_path(const struct http_req *r, char *out, size_t outlen, int 
 		out[o++] = *p++;
 	}
 	out[o] = '\0';
-	return 0;
-}
-
-int cluster__request_forwarded(struct cluster *c, struct http_req *r)
-{
-	const char *v = http_header(r, CLUSTER_NODE_HEADER);
-	char path[FWD_PATH_MAX], from[CLUSTER_NAME_MAX];
-	if (!v || request_path(r, path, sizeof(path), 0) < 0)
-		return 0;
-	if (cluster__verify(c, v, r->method, path, (int64_t)(util_wall_ns() / 1000000u), from))
-		return 1;
-	log_kv(LOG_WARN, "cluster.bad_signature", "route=%s", r->route->pattern);
 	return 0;
 }
 
@@ -202,7 +140,6 @@ static void fwd_unref(struct cluster_fwd *f)
 	dynbuf_free(&f->out);
 	curl_slist_free_all(f->headers);
 	free(f->url);
-	free(f->path);
 	free(f->body);
 	pthread_mutex_destroy(&f->lock);
 	pthread_cond_destroy(&f->cond);
@@ -255,6 +192,22 @@ static struct curl_slist *add_header(struct curl_slist *l, const char *name, con
 	return n;
 }
 
+char *cluster__forward_target(struct http_req *r)
+{
+	char esc[FWD_PATH_MAX];
+	struct dynbuf q;
+	dynbuf_init(&q, FWD_PATH_MAX);
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_query, &q);
+	char *t = NULL;
+	if (!q.truncated && request_path(r, esc, sizeof(esc)) == 0 &&
+	    (asprintf(&t, "%s%s", esc, dynbuf_str(&q)) < 0 || strlen(t) >= PORT_TARGET_MAX)) {
+		free(t);
+		t = NULL;
+	}
+	dynbuf_free(&q);
+	return t;
+}
+
 /* A new forward of r to node, registered, one reference (the caller's). */
 static struct cluster_fwd *fwd_new(struct cluster *c, struct http_req *r,
 				   const struct cluster_node *node)
@@ -279,22 +232,17 @@ static struct cluster_fwd *fwd_new(struct cluster *c, struct http_req *r,
 	c->fwds = f;
 	pthread_mutex_unlock(&c->lock);
 
-	char path[FWD_PATH_MAX], esc[FWD_PATH_MAX], sig[400];
-	struct dynbuf q;
-	dynbuf_init(&q, FWD_PATH_MAX);
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_query, &q);
-	int e = q.truncated ? -ENAMETOOLONG : 0;
+	char sig[600];
+	char *target = cluster__forward_target(r);
+	int e = target ? 0 : -ENAMETOOLONG;
 	if (!e)
-		e = request_path(r, path, sizeof(path), 0);
-	if (!e)
-		e = request_path(r, esc, sizeof(esc), 1);
-	if (!e)
-		e = cluster__sign(c, r->method, path, (int64_t)(util_wall_ns() / 1000000u), sig,
-				  sizeof(sig));
-	if (!e && (asprintf(&f->url, "%s%s%s", node->url, esc, dynbuf_str(&q)) < 0 ||
-		   !(f->path = strdup(path))))
+		e = cluster__sign(c, node->name, r->method, target, r->who.key_id,
+				  (int64_t)(util_wall_ns() / 1000000u), sig, sizeof(sig));
+	if (!e && asprintf(&f->url, "%s%s", node->url, target) < 0) {
+		f->url = NULL;
 		e = -ENOMEM;
-	dynbuf_free(&q);
+	}
+	free(target);
 	struct curl_slist *h = e ? NULL : curl_slist_append(NULL, "Expect:");
 	h = add_header(h, "Authorization", http_header(r, "Authorization"));
 	h = add_header(h, "Content-Type", http_header(r, "Content-Type"));
@@ -397,6 +345,7 @@ static void *fwd_main(void *arg)
 	char err[CURL_ERROR_SIZE] = "";
 	if (h) {
 		curl_easy_setopt(h, CURLOPT_URL, f->url);
+		curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L); /* the target as signed */
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, f->headers);
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

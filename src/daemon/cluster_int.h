@@ -5,15 +5,17 @@
  *   cluster.c          start, stop, the HTTP server's hooks, /healthz, keys
  *   cluster_core.c     what they all share: etcd key names, the threads'
  *                      wait, the node table's lookups, the key mirror
- *                      (it calls none of the others)
+ *                      (it calls none of the others but cluster_sign.c,
+ *                      which calls only cluster_record.c's pure checks)
  *   cluster_node.c     the node thread: lease, node record, this node's
  *                      sandbox records published from its SQLite rows
  *   cluster_view.c     the view thread: other nodes and keys from etcd
  *                      (a range, then a watch from its revision)
  *   cluster_record.c   the JSON of node and sandbox records (outside input)
  *   cluster_route.c    which node serves a call; placement of creates
- *   cluster_forward.c  the streaming HTTP proxy to another node, and the
- *                      node signature
+ *   cluster_forward.c  the streaming HTTP proxy to another node
+ *   cluster_sign.c     what the cluster secret signs: records in etcd,
+ *                      requests between nodes (and their replay cache)
  *   cluster_template.c templates by content hash: hashing, serving, fetching
  *
  * What is stored in etcd, under --cluster-prefix (default /pandastack/):
@@ -22,6 +24,9 @@
  *   keys/<sha256 of secret>  an API key (id, name, team, admin, created_at)
  *   deleted/<id>             a sandbox deleted while its node was gone:
  *                            that node stops it when it comes back
+ * Every record is sealed with the cluster secret over its etcd key
+ * (cluster_sign.c); one that is not is ignored and logged, whoever wrote
+ * it: etcd is shared storage, not a source of trust.
  *
  * Locking: c->lock guards the node table, the lease state and the list of
  * forwards in flight; nothing blocks while holding it.
@@ -53,6 +58,8 @@
 /* How long creates placed on a node count against it when its records
  * do not show them, ms (cluster_view.c). */
 #define CLUSTER_PLACED_HOLD_MS 10000
+/* Rejected records whose log line is remembered (not written again). */
+#define CLUSTER_REJECTED_LOGGED 64
 
 /* One template a node has. */
 struct cluster_tpl {
@@ -90,6 +97,8 @@ struct cluster_sandbox {
 
 struct cluster_fwd;
 struct tpl_manifest;
+struct cluster_replay;
+struct auth_miss;
 
 struct cluster {
 	struct daemon *d;
@@ -123,6 +132,11 @@ struct cluster {
 	int threads;                      /* how many of them run (bits 1, 2, 4) */
 	volatile int stop_flag;           /* read by the watch without the lock */
 
+	struct cluster_replay *replay;    /* nonces of signed requests seen (cluster_sign.c) */
+	struct auth_miss *miss;           /* unknown keys: cache and budget (auth_miss.h) */
+	uint64_t rejected[CLUSTER_REJECTED_LOGGED]; /* lock: rejected records logged */
+	size_t nrejected;                 /* lock */
+
 	struct http_gate gate;            /* cluster_gate */
 	json_t *published;                /* node thread only: id -> record text */
 	int republish;                    /* node thread only: registered anew */
@@ -151,12 +165,16 @@ int cluster_route(struct cluster *c, struct http_req *r);
 /*
  * cluster_auth_check - the gate's auth hook (cluster.c), when auth_check
  * did not know a key: a key made on another node a moment ago may not be
- * in this node's mirror yet, so its hash is looked up in etcd, added to the mirror, and the
- * header checked again.  Returns as auth_check (-EACCES: still unknown,
- * or etcd cannot be reached).
+ * in this node's mirror yet, so its hash is looked up in etcd, added to the
+ * mirror, and the header checked again.  Unknown keys cost no lookup when
+ * they were looked up lately (a negative cache) or when the client address
+ * (client, NULL: none known) has spent its budget of lookups (auth_miss.h).
+ * Returns as auth_check (-EACCES: still unknown, or etcd cannot be
+ * reached).
  */
 struct auth_ident;
-int cluster_auth_check(struct cluster *c, const char *authorization, struct auth_ident *who);
+int cluster_auth_check(struct cluster *c, const char *authorization, const char *client,
+		       struct auth_ident *who);
 
 /* ---- cluster_core.c ---------------------------------------------------------- */
 
@@ -194,8 +212,9 @@ void cluster__node_suspect(struct cluster *c, const char *name);
 /* cluster__node_wake - have the node thread publish records now. */
 void cluster__node_wake(struct cluster *c);
 
-/* cluster__key_mirror - add the key record of etcd key k (an
- * etcd pair under keys/) to the local store; 0 or -errno. */
+/* cluster__key_mirror - add the key record of etcd key k (an etcd pair
+ * under keys/, sealed by a node) to the local store; 0, -EBADMSG (not
+ * sealed: logged by cluster__unseal), or -errno. */
 int cluster__key_mirror(struct cluster *c, const struct etcd_kv *k);
 
 /* ---- cluster_node.c ----------------------------------------------------- */
@@ -210,9 +229,11 @@ int cluster__node_start(struct cluster *c);
  * thread; 0 or -errno. */
 int cluster__view_start(struct cluster *c);
 
-/* cluster__keys_push_admin - put this node's admin keys into etcd if they
- * are not there (each node's admin key works on every node). */
-int cluster__keys_push_admin(struct cluster *c);
+/* cluster__keys_push - put this node's admin keys into etcd if they are
+ * not there (each node's admin key works on every node), and seal the
+ * records of an older version (unsealed) of keys this node holds with its
+ * own copy.  0 or as etcd's calls. */
+int cluster__keys_push(struct cluster *c);
 
 /* ---- cluster_record.c (pure; any thread) --------------------------------- */
 
@@ -259,28 +280,86 @@ int cluster_key_decode(const char *buf, size_t len, struct key_row *out);
 
 /* ---- cluster_forward.c --------------------------------------------------- */
 
-/* The header that carries a node's signature on a forwarded request. */
+/*
+ * cluster__forward_target - the request target r is forwarded with: its
+ * path, each parameter escaped, and its query, each name and value escaped
+ * (what a node's URL is followed by, and what the signature covers).  A
+ * new string, or NULL (ENOMEM, or over PORT_TARGET_MAX: the receiver would
+ * not see it whole).
+ */
+char *cluster__forward_target(struct http_req *r);
+
+/* ---- cluster_sign.c ------------------------------------------------------- */
+
+/* The header that carries a node's signature on a request to another node. */
 #define CLUSTER_NODE_HEADER "X-Pandastack-Node"
 /* How far a signature's time may be from ours, ms. */
-#define CLUSTER_SIGN_SKEW_MS 300000
+#define CLUSTER_SIGN_SKEW_MS 60000
 
 /*
- * cluster__sign - the value of CLUSTER_NODE_HEADER for a request of method
- * on path (with its query) from this node at now_ms: "<node> <ms> <hmac>"
- * into out (outlen bytes).  0 or -errno.
+ * cluster_seal - the value etcd keeps for the record text (a JSON object,
+ * "{...}") at etcd key key: text with a "sig" member holding its MAC with
+ * the secret (secret_len bytes) over key and text.  A new string, or NULL
+ * (ENOMEM, or text not an object).  Pure; any thread.
  */
-int cluster__sign(const struct cluster *c, const char *method, const char *path,
-		  int64_t now_ms, char *out, size_t outlen);
+char *cluster_seal(const unsigned char *secret, size_t secret_len, const char *key,
+		   const char *text);
 
 /*
- * cluster__verify - 1 if value is a signature of method and path by a
- * holder of the cluster secret, made within CLUSTER_SIGN_SKEW_MS of now_ms
- * (the signer's name into from, CLUSTER_NAME_MAX bytes); 0 otherwise.
+ * cluster_unseal - 0 when value (len bytes, read from etcd at key) is a
+ * record sealed by cluster_seal with the same secret and key; -EBADMSG
+ * otherwise; -ENOMEM.  value is outside input.  Pure; any thread.
  */
-int cluster__verify(const struct cluster *c, const char *value, const char *method,
-		    const char *path, int64_t now_ms, char *from);
+int cluster_unseal(const unsigned char *secret, size_t secret_len, const char *key,
+		   const char *value, size_t len);
 
-/* cluster__request_forwarded - 1 if r carries a valid node signature. */
+/* cluster__seal - cluster_seal with c's secret. */
+char *cluster__seal(const struct cluster *c, const char *key, const char *text);
+
+/*
+ * cluster__unseal - cluster_unseal of the pair kv with c's secret; a pair
+ * that fails is logged (cluster.record_rejected, naming its key, once per
+ * version of it).  0, -EBADMSG, -ENOMEM.
+ */
+int cluster__unseal(struct cluster *c, const struct etcd_kv *kv);
+
+/* cluster__replay_new / _free - the replay cache (about 2 MiB), or NULL. */
+struct cluster_replay *cluster__replay_new(void);
+void cluster__replay_free(struct cluster_replay *r);
+
+/*
+ * cluster__sign - the value of CLUSTER_NODE_HEADER for a request from this
+ * node to node to (method, target: path and query as sent, key_id: the
+ * caller's key, NULL or "" for none) at now_ms (unix ms): into out (outlen
+ * bytes), with a new random nonce.  0 or -errno.
+ */
+int cluster__sign(const struct cluster *c, const char *to, const char *method,
+		  const char *target, const char *key_id, int64_t now_ms, char *out,
+		  size_t outlen);
+
+/*
+ * cluster__verify - 0 when value is a signature by a holder of the cluster
+ * secret of a request to this node of method on target (NULL: never)
+ * authenticated with key_id (NULL or "": none), made within
+ * CLUSTER_SIGN_SKEW_MS of now_ms, whose nonce this node has not seen (it
+ * is remembered; c->replay NULL: not checked): the signer's name into from
+ * (CLUSTER_NAME_MAX bytes).  Otherwise -EBADMSG (malformed, or the MAC),
+ * -EXDEV (for another node), -ETIME (out of its window), -EPERM (another
+ * key), -EALREADY (replayed), -ENOMEM.
+ */
+int cluster__verify(struct cluster *c, const char *value, const char *method,
+		    const char *target, const char *key_id, int64_t now_ms, char *from);
+
+/* cluster__verify_why - words for a cluster__verify error, for a log line. */
+const char *cluster__verify_why(int e);
+
+/*
+ * cluster__request_forwarded - whether r was signed by a node: 1 when its
+ * CLUSTER_NODE_HEADER verifies (against r's method, raw target and key),
+ * 0 when it has none, -1 when it has one that does not (logged:
+ * cluster.bad_signature; the caller answers 401).  Request thread, after
+ * authentication.
+ */
 int cluster__request_forwarded(struct cluster *c, struct http_req *r);
 
 /*

@@ -61,9 +61,13 @@ static int put_record(struct cluster *c, int64_t lease)
 	json_decref(o);
 	char key[ETCD_KEY_MAX + 1];
 	int r = text ? cluster__key(c, key, "nodes/", c->node, NULL) : -ENOMEM;
+	char *rec = r ? NULL : cluster__seal(c, key, text);
+	if (!r && !rec)
+		r = -ENOMEM;
 	if (!r)
-		r = cluster__etcd_result(c, etcd_put(c->etcd, key, text, strlen(text), lease, NULL));
+		r = cluster__etcd_result(c, etcd_put(c->etcd, key, rec, strlen(rec), lease, NULL));
 	free(text);
+	free(rec);
 	return r;
 }
 
@@ -102,6 +106,10 @@ static int apply_tombstones(struct cluster *c)
 		if (!id || !sandbox_id_valid(id + 1) ||
 		    store_sandbox_get(c->d->store, id + 1, &row) < 0)
 			continue; /* another node's, or already gone here */
+		if (cluster__unseal(c, &kvs.v[i]) < 0) {
+			sandbox_row_clear(&row); /* not a node's: logged, ignored */
+			continue;
+		}
 		int e = sbx_delete(c->d->sandboxes, row.team, row.id);
 		log_kv(LOG_INFO, "cluster.tombstone", "id=%s team=%s err=%d", row.id, row.team, e);
 		sandbox_row_clear(&row);
@@ -138,7 +146,11 @@ static int publish_sandboxes(struct cluster *c)
 		json_object_set_new(seen, rows[i].id, json_string(key));
 		const char *was = json_string_value(json_object_get(c->published, rows[i].id));
 		if (!was || strcmp(was, text) != 0) {
-			r = cluster__etcd_result(c, etcd_put(c->etcd, key, text, strlen(text), 0, NULL));
+			char *rec = cluster__seal(c, key, text);
+			r = rec ? cluster__etcd_result(c, etcd_put(c->etcd, key, rec, strlen(rec), 0,
+								   NULL))
+				: -ENOMEM;
+			free(rec);
 			if (!r)
 				json_object_set_new(c->published, rows[i].id, json_string(text));
 		}

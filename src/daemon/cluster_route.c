@@ -57,7 +57,8 @@ static int recall(struct cluster *c, const char *team, const char *id,
 	return r;
 }
 
-/* The record of team's sandbox id: 0, -ENOENT, -ENOTCONN, -EPROTO. */
+/* The record of team's sandbox id: 0, -ENOENT (none, or one no node
+ * sealed), -ENOTCONN, -EPROTO. */
 static int record_get(struct cluster *c, const char *team, const char *id,
 		      struct cluster_sandbox *out, int64_t *mod_rev)
 {
@@ -70,7 +71,10 @@ static int record_get(struct cluster *c, const char *team, const char *id,
 		return recall(c, team, id, out);
 	if (r)
 		return r;
-	r = kvs.n == 1 ? cluster_sandbox_decode(kvs.v[0].value, kvs.v[0].value_len, out) : -ENOENT;
+	/* a record no node sealed names no node to send anything to */
+	r = kvs.n == 1 ? cluster__unseal(c, &kvs.v[0]) == 0 ? 0 : -ENOENT : -ENOENT;
+	if (!r)
+		r = cluster_sandbox_decode(kvs.v[0].value, kvs.v[0].value_len, out);
 	if (!r && strcmp(out->row.id, id) != 0) {
 		sandbox_row_clear(&out->row);
 		r = -EPROTO;
@@ -102,13 +106,17 @@ static void delete_lost(struct cluster *c, struct http_req *r, const struct clus
 {
 	char key[ETCD_KEY_MAX + 1], tomb[ETCD_KEY_MAX + 1];
 	char text[160];
+	char *rec = NULL;
 	snprintf(text, sizeof(text), "{\"node\":\"%s\",\"at_ms\":%lld}", s->node,
 		 (long long)(util_wall_ns() / 1000000u));
 	int e = cluster__sandbox_key(c, s->row.team, s->row.id, key);
 	if (!e)
 		e = cluster__key(c, tomb, "deleted/", s->row.id, NULL);
+	if (!e && !(rec = cluster__seal(c, tomb, text)))
+		e = -ENOMEM;
 	if (!e)
-		e = cluster__etcd_result(c, etcd_put(c->etcd, tomb, text, strlen(text), 0, NULL));
+		e = cluster__etcd_result(c, etcd_put(c->etcd, tomb, rec, strlen(rec), 0, NULL));
+	free(rec);
 	if (!e)
 		e = cluster__etcd_result(c, etcd_delete_at(c->etcd, key, mod_rev));
 	if (e == -ENOTCONN)
@@ -124,11 +132,26 @@ static void delete_lost(struct cluster *c, struct http_req *r, const struct clus
 	}
 }
 
+/* r carries a node signature that does not verify: 401 (logged). */
+static void refuse_signature(struct http_req *r)
+{
+	http_reply_error(r, API_ERR_UNAUTHORIZED,
+			 "the request's %s signature does not verify (stale, replayed, or for "
+			 "another request)", CLUSTER_NODE_HEADER);
+}
+
 int cluster_route(struct cluster *c, struct http_req *r)
 {
 	if (strncmp(r->route->pattern, "/v1/sandboxes/{id}", 18) != 0 ||
-	    !sandbox_id_valid(r->params[0]) || cluster__request_forwarded(c, r))
+	    !sandbox_id_valid(r->params[0]))
 		return 0;
+	int fw = cluster__request_forwarded(c, r);
+	if (fw > 0)
+		return 0; /* a node sent it here: served here */
+	if (fw < 0) {
+		refuse_signature(r);
+		return 1;
+	}
 	const char *id = r->params[0];
 	struct sandbox_row row;
 	if (store_sandbox_get(c->d->store, id, &row) == 0) {
@@ -280,8 +303,13 @@ static void note_placed(struct cluster *c, const char *name, int added)
 int cluster_create_place(struct cluster *c, struct http_req *r,
 			 const struct create_sandbox_body *b)
 {
-	if (cluster__request_forwarded(c, r))
+	int fw = cluster__request_forwarded(c, r);
+	if (fw > 0)
 		return 0; /* another node placed it here */
+	if (fw < 0) {
+		refuse_signature(r);
+		return 1;
+	}
 	/* A create needs its record in etcd: find out now, before a VM starts. */
 	char key[ETCD_KEY_MAX + 1];
 	struct etcd_kvs kvs;
@@ -347,8 +375,12 @@ int cluster_create_record(struct cluster *c, const struct sandbox_row *row)
 	char key[ETCD_KEY_MAX + 1];
 	char *text = cluster_sandbox_encode(c->node, row);
 	int e = text ? cluster__sandbox_key(c, row->team, row->id, key) : -ENOMEM;
+	char *rec = e ? NULL : cluster__seal(c, key, text);
+	if (!e && !rec)
+		e = -ENOMEM;
 	if (!e)
-		e = cluster__etcd_result(c, etcd_put_new(c->etcd, key, text, strlen(text), 0, NULL));
+		e = cluster__etcd_result(c, etcd_put_new(c->etcd, key, rec, strlen(rec), 0, NULL));
+	free(rec);
 	if (!e)
 		remember(c, row->id, text, strlen(text));
 	free(text);
@@ -382,6 +414,8 @@ int cluster_sandbox_list(struct cluster *c, const char *team, const char *status
 	size_t m = 0;
 	for (size_t i = 0; out && i < kvs.n && m < STORE_LIST_MAX; i++) {
 		struct cluster_sandbox s;
+		if (cluster__unseal(c, &kvs.v[i]) < 0)
+			continue; /* not a node's: logged, not listed */
 		if (cluster_sandbox_decode(kvs.v[i].value, kvs.v[i].value_len, &s) < 0 ||
 		    strcmp(s.row.team, team) != 0) {
 			log_kv(LOG_WARN, "cluster.bad_sandbox_record", "key=%.120s", kvs.v[i].key);

@@ -353,9 +353,13 @@ int cluster__template_serve(struct cluster *c, struct http_req *r, const char *u
 		goto not_found;
 	}
 	char from[CLUSTER_NAME_MAX];
-	if (strcmp(r->method, "GET") != 0 ||
-	    !cluster__verify(c, http_header(r, CLUSTER_NODE_HEADER), "GET", url,
-			     (int64_t)(util_wall_ns() / 1000000u), from)) {
+	int e = strcmp(r->method, "GET") != 0
+			? -EBADMSG
+			: cluster__verify(c, http_header(r, CLUSTER_NODE_HEADER), "GET", r->raw_target,
+					  NULL, (int64_t)(util_wall_ns() / 1000000u), from);
+	if (e) {
+		log_kv(LOG_WARN, "cluster.bad_signature", "route=/cluster/v1/templates why=\"%s\"",
+		       http_header(r, CLUSTER_NODE_HEADER) ? cluster__verify_why(e) : "none");
 		http_reply_error(r, API_ERR_UNAUTHORIZED, "node-to-node calls need a node signature");
 		return 1;
 	}
@@ -455,9 +459,9 @@ static size_t on_file_data(char *p, size_t size, size_t n, void *arg)
 static int fetch(struct cluster *c, const struct cluster_node *node, const char *path,
 		 struct sink *s)
 {
-	char sig[400], url[CLUSTER_URL_MAX + 256];
-	if (cluster__sign(c, "GET", path, (int64_t)(util_wall_ns() / 1000000u), sig,
-			  sizeof(sig)) < 0 ||
+	char sig[600], url[CLUSTER_URL_MAX + 256];
+	if (cluster__sign(c, node->name, "GET", path, NULL, (int64_t)(util_wall_ns() / 1000000u),
+			  sig, sizeof(sig)) < 0 ||
 	    snprintf(url, sizeof(url), "%s%s", node->url, path) >= (int)sizeof(url))
 		return -ENAMETOOLONG;
 	char hdr[sizeof(sig) + 64];

@@ -9,6 +9,8 @@
  * lease expired has no record, so it leaves the table (its forwards in
  * flight are ended) and its sandboxes read as lost.  Keys are mirrored
  * into the local SQLite store, which authenticates requests, etcd or not.
+ * Only records a node sealed are taken (cluster_sign.c): one written into
+ * etcd by anyone else is ignored and logged.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -91,6 +93,51 @@ static void set_nodes(struct cluster *c, struct cluster_node *nodes, size_t n)
 	}
 }
 
+/*
+ * The node record kv, if it is one this node may trust, into *rec: sealed
+ * by a node (else logged by cluster__unseal), named after its key, on a
+ * lease (a node's record always is), and written lately: a node puts its
+ * record every few seconds, so one older than its lease and the clocks'
+ * skew is a copy put back (its URL, perhaps, no longer the node's).
+ * Returns 0, or -EBADMSG (ignored, logged).
+ */
+static int node_record(struct cluster *c, const struct etcd_kv *kv, const char *name,
+		       struct cluster_node *rec)
+{
+	int e = cluster__unseal(c, kv);
+	if (e)
+		return -EBADMSG;
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	const char *why = NULL;
+	if (cluster_node_decode(kv->value, kv->value_len, rec) < 0 || strcmp(rec->name, name))
+		why = "does not decode, or names another node";
+	else if (kv->lease == 0)
+		why = "is on no lease";
+	else if (rec->updated_at_ms < now - c->ttl_s * 1000 - CLUSTER_SIGN_SKEW_MS)
+		why = "is older than the lease and the clocks' skew: a copy put back";
+	if (!why)
+		return 0;
+	char q[ETCD_KEY_MAX + 8];
+	log_kv(LOG_WARN, "cluster.record_rejected", "key=%s why=\"%s\"",
+	       log_quote(kv->key, q, sizeof(q)), why);
+	return -EBADMSG;
+}
+
+/*
+ * A record that was refused is ignored, as if it had not been written:
+ * the node keeps the entry it had from the node's last good record, while
+ * that record is recent (the node writes its record again within seconds;
+ * one that stays bad ages the entry out, as a node gone).  0 with the old
+ * entry in *out, or -ENOENT.
+ */
+static int keep_entry(struct cluster *c, const char *name, struct cluster_node *out)
+{
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	if (cluster__node_find(c, name, out) < 0)
+		return -ENOENT;
+	return out->updated_at_ms >= now - c->ttl_s * 1000 - CLUSTER_SIGN_SKEW_MS ? 0 : -ENOENT;
+}
+
 /* A copy of the table with kv applied (a put or delete under nodes/). */
 static void apply_node_event(struct cluster *c, const struct etcd_kv *kv)
 {
@@ -98,12 +145,9 @@ static void apply_node_event(struct cluster *c, const struct etcd_kv *kv)
 	struct cluster_node rec;
 	if (!name)
 		return;
-	int ok = !kv->deleted && cluster_node_decode(kv->value, kv->value_len, &rec) == 0 &&
-		 !strcmp(rec.name, name);
-	if (!kv->deleted && !ok) {
-		log_kv(LOG_WARN, "cluster.bad_node_record", "node=%.64s", name);
+	int ok = !kv->deleted && node_record(c, kv, name, &rec) == 0;
+	if (!kv->deleted && !ok)
 		return;
-	}
 	pthread_mutex_lock(&c->lock);
 	size_t n = c->nnodes;
 	struct cluster_node *copy = malloc((n + 1) * sizeof(*copy));
@@ -125,7 +169,8 @@ static void apply_key_event(struct cluster *c, const struct etcd_kv *kv)
 	if (!hash || strlen(hash) != AUTH_HASH_HEX_LEN)
 		return;
 	if (!kv->deleted) {
-		if (cluster__key_mirror(c, kv) < 0)
+		int e = cluster__key_mirror(c, kv);
+		if (e < 0 && e != -EBADMSG) /* -EBADMSG: logged as rejected */
 			log_kv(LOG_WARN, "cluster.bad_key_record", "hash=%.16s", hash);
 		return;
 	}
@@ -158,11 +203,11 @@ static int read_nodes(struct cluster *c, int64_t *rev)
 	size_t n = 0;
 	for (size_t i = 0; nodes && i < kvs.n && n < CLUSTER_NODES_MAX; i++) {
 		const char *name = under(c, kvs.v[i].key, "nodes/");
-		if (cluster_node_decode(kvs.v[i].value, kvs.v[i].value_len, &nodes[n]) == 0 &&
-		    name && !strcmp(nodes[n].name, name))
+		if (!name)
+			continue;
+		if (node_record(c, &kvs.v[i], name, &nodes[n]) == 0 ||
+		    (cluster_name_valid(name) && keep_entry(c, name, &nodes[n]) == 0))
 			n++;
-		else
-			log_kv(LOG_WARN, "cluster.bad_node_record", "key=%.100s", kvs.v[i].key);
 	}
 	etcd_kvs_clear(&kvs);
 	if (!nodes)
@@ -181,13 +226,19 @@ static int read_keys(struct cluster *c)
 	struct key_row *local = NULL;
 	size_t nlocal = 0;
 	r = store_key_list(c->d->store, NULL, &local, &nlocal);
+	/* only records a node sealed count: a forged one neither adds a key
+	 * nor keeps a deleted one alive */
+	char *sealed = calloc(kvs.n ? kvs.n : 1, 1);
+	if (!r && !sealed)
+		r = -ENOMEM;
 	for (size_t i = 0; !r && i < kvs.n; i++)
-		cluster__key_mirror(c, &kvs.v[i]);
+		sealed[i] = cluster__key_mirror(c, &kvs.v[i]) != -EBADMSG;
 	for (size_t j = 0; !r && j < nlocal; j++) {
 		int in_etcd = 0;
 		for (size_t i = 0; i < kvs.n && !in_etcd; i++) {
 			struct key_row k;
-			in_etcd = cluster_key_decode(kvs.v[i].value, kvs.v[i].value_len, &k) == 0 &&
+			in_etcd = sealed[i] &&
+				  cluster_key_decode(kvs.v[i].value, kvs.v[i].value_len, &k) == 0 &&
 				  !strcmp(k.id, local[j].id);
 		}
 		if (!in_etcd) {
@@ -195,32 +246,60 @@ static int read_keys(struct cluster *c)
 			log_kv(LOG_INFO, "cluster.key_deleted", "id=%s", local[j].id);
 		}
 	}
+	free(sealed);
 	free(local);
 	etcd_kvs_clear(&kvs);
 	return r;
 }
 
-int cluster__keys_push_admin(struct cluster *c)
+/* The pair of kvs whose key is key, or NULL. */
+static const struct etcd_kv *find_kv(const struct etcd_kvs *kvs, const char *key)
+{
+	for (size_t i = 0; i < kvs->n; i++)
+		if (!strcmp(kvs->v[i].key, key))
+			return &kvs->v[i];
+	return NULL;
+}
+
+int cluster__keys_push(struct cluster *c)
 {
 	struct key_row *keys = NULL;
 	size_t n = 0;
-	int r = store_key_list(c->d->store, NULL, &keys, &n);
+	struct etcd_kvs kvs;
+	int r = cluster__range_under(c, "keys/", NULL, NULL, &kvs);
+	if (r)
+		return r;
+	r = store_key_list(c->d->store, NULL, &keys, &n);
 	for (size_t i = 0; !r && i < n; i++) {
-		if (!keys[i].admin)
-			continue;
 		/* the store gives no secret and no hash by id: find the hash */
 		char hash[AUTH_HASH_HEX_LEN + 1], key[ETCD_KEY_MAX + 1];
-		if (store_key_hash(c->d->store, keys[i].id, hash) < 0)
+		if (store_key_hash(c->d->store, keys[i].id, hash) < 0 ||
+		    cluster__key(c, key, "keys/", hash, NULL) < 0)
 			continue;
-		char *rec = cluster_key_encode(&keys[i]);
-		r = rec ? cluster__key(c, key, "keys/", hash, NULL) : -ENOMEM;
-		if (!r)
+		const struct etcd_kv *kv = find_kv(&kvs, key);
+		int unsealed = kv && cluster_unseal(c->secret, c->secret_len, key, kv->value,
+						    kv->value_len) != 0;
+		if ((kv && !unsealed) || (!kv && !keys[i].admin))
+			continue; /* sealed already; or deleted, not this node's to bring back */
+		char *text = cluster_key_encode(&keys[i]);
+		char *rec = text ? cluster__seal(c, key, text) : NULL;
+		r = rec ? 0 : -ENOMEM;
+		if (!r && kv) {
+			/* a record of an older version, unsealed, of a key this node
+			 * holds: its own copy, sealed, takes its place */
+			r = etcd_put_at(c->etcd, key, rec, strlen(rec), 0, kv->mod_revision, NULL);
+			if (!r)
+				log_kv(LOG_INFO, "cluster.key_sealed", "id=%s", keys[i].id);
+		} else if (!r) {
 			r = etcd_put_new(c->etcd, key, rec, strlen(rec), 0, NULL);
-		if (r == -EEXIST)
-			r = 0;
+		}
+		if (r == -EEXIST || r == -ESTALE)
+			r = 0; /* another node did it first */
+		free(text);
 		free(rec);
 	}
 	free(keys);
+	etcd_kvs_clear(&kvs);
 	return cluster__etcd_result(c, r);
 }
 

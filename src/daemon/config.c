@@ -14,6 +14,7 @@
 #include "common/pip_index.h"
 #include "daemon/net_denied.h"
 #include "daemon/net_resolve.h"
+#include "daemon/origin.h"
 #include "daemon/request_body.h"
 #include "engine/jail.h"
 #include "engine/template.h"
@@ -140,6 +141,17 @@ static const struct opt opts[] = {
 	 "where in etcd the cluster keeps its records (/pandastack/)"},
 	{"--cluster-ca-file", "PANDASTACK_CLUSTER_CA_FILE", OPT_PATH, F(cluster_ca_file), 0, 0,
 	 "PEM CA certificates for https:// etcd members and nodes"},
+	{"--cluster-etcd-user", "PANDASTACK_CLUSTER_ETCD_USER", OPT_TEXT, F(cluster_etcd_user), 0, 0,
+	 "the etcd user this node authenticates as (none: etcd without authentication)"},
+	{"--cluster-etcd-password-file", "PANDASTACK_CLUSTER_ETCD_PASSWORD_FILE", OPT_PATH,
+	 F(cluster_etcd_password_file), 0, 0,
+	 "file whose first line is that user's password (mode 0600)"},
+	{"--cluster-etcd-cert", "PANDASTACK_CLUSTER_ETCD_CERT", OPT_PATH, F(cluster_etcd_cert), 0, 0,
+	 "PEM client certificate for etcd members run with --client-cert-auth"},
+	{"--cluster-etcd-key", "PANDASTACK_CLUSTER_ETCD_KEY", OPT_PATH, F(cluster_etcd_key), 0, 0,
+	 "PEM private key of --cluster-etcd-cert (mode 0600)"},
+	{"--mcp-allowed-origins", "PANDASTACK_MCP_ALLOWED_ORIGINS", OPT_TEXT, F(mcp_allowed_origins),
+	 0, 0, "ORIGIN,... browser origins POST /mcp takes besides this daemon's own (none)"},
 	{"--print-routes", NULL, OPT_FLAG, F(print_routes), 0, 0,
 	 "print the served routes and exit"},
 	{"--print-errors", NULL, OPT_FLAG, F(print_errors), 0, 0,
@@ -404,6 +416,25 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 	}
 	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
 		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		return -EINVAL;
+	}
+	if (!cfg->cluster_etcd_cert[0] != !cfg->cluster_etcd_key[0]) {
+		snprintf(err, errlen, "--cluster-etcd-cert and --cluster-etcd-key go together");
+		return -EINVAL;
+	}
+	if (!cfg->cluster_etcd_user[0] != !cfg->cluster_etcd_password_file[0]) {
+		snprintf(err, errlen,
+			 "--cluster-etcd-user and --cluster-etcd-password-file go together");
+		return -EINVAL;
+	}
+	for (const char *u = cfg->cluster_etcd_user; *u; u++)
+		if ((unsigned char)*u < 0x20 || *u == 0x7f) {
+			snprintf(err, errlen, "--cluster-etcd-user holds a control character");
+			return -EINVAL;
+		}
+	char owhy[160];
+	if (origin_list_check(cfg->mcp_allowed_origins, owhy, sizeof(owhy)) < 0) {
+		snprintf(err, errlen, "--mcp-allowed-origins: %s", owhy);
 		return -EINVAL;
 	}
 	if ((uint64_t)cfg->jail_uid_first + cfg->jail_uid_count > 0xfffffffeu) {

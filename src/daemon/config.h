@@ -63,6 +63,13 @@
  *   --cluster-ttl S              PANDASTACK_CLUSTER_TTL           10 (the node's lease)
  *   --cluster-prefix P           PANDASTACK_CLUSTER_PREFIX        /pandastack/
  *   --cluster-ca-file FILE       PANDASTACK_CLUSTER_CA_FILE       (https etcd and peers)
+ *   --cluster-etcd-user NAME     PANDASTACK_CLUSTER_ETCD_USER     (none: etcd without auth)
+ *   --cluster-etcd-password-file FILE PANDASTACK_CLUSTER_ETCD_PASSWORD_FILE (with the user;
+ *                                                                 mode 0600)
+ *   --cluster-etcd-cert FILE     PANDASTACK_CLUSTER_ETCD_CERT     (none: no client certificate)
+ *   --cluster-etcd-key FILE      PANDASTACK_CLUSTER_ETCD_KEY      (with the cert; mode 0600)
+ *   --mcp-allowed-origins O,...  PANDASTACK_MCP_ALLOWED_ORIGINS   (none: this daemon's own
+ *                                                                 address only; docs/mcp.md)
  *   --print-routes               print "METHOD PATTERN" per served route and exit
  *   --print-errors               print "STATUS CODE" per row of the error table and exit
  *
@@ -140,6 +147,11 @@ struct daemon_cfg {
 	char cluster_ca_file[PATH_MAX];
 	char cluster_prefix[128];
 	int64_t cluster_ttl_s;
+	char cluster_etcd_user[128];   /* "": no etcd authentication */
+	char cluster_etcd_password_file[PATH_MAX];
+	char cluster_etcd_cert[PATH_MAX]; /* "": no client certificate */
+	char cluster_etcd_key[PATH_MAX];
+	char mcp_allowed_origins[1024]; /* origins POST /mcp takes besides its own (origin.h) */
 	enum accel_kind accel;
 	int print_routes;
 	int print_errors;

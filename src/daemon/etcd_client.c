@@ -1,8 +1,10 @@
 /*
  * etcd_client.c - etcd v3 over its JSON gateway with libcurl (see
- * etcd_client.h).
+ * etcd_client.h): the members, authentication, and every call but the
+ * watch (etcd_watch.c).
  */
 #include "daemon/etcd_client.h"
+#include "daemon/etcd_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -18,19 +20,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/base64.h"
-
-#define URL_MAX 300
-#define IDLE_HANDLES 8
-
-struct etcd {
-	char urls[ETCD_ENDPOINTS_MAX][URL_MAX]; /* "http://h:p" without a trailing / */
-	size_t n;
-	char ca_file[4096];
-	pthread_mutex_t lock;
-	size_t current;                 /* lock: the endpoint that last answered */
-	CURL *idle[IDLE_HANDLES];       /* lock: handles kept for their connections */
-	size_t nidle;
-};
 
 int etcd_prefix_end(const char *prefix, char *out, size_t outlen)
 {
@@ -87,7 +76,13 @@ static int add_endpoint(struct etcd *e, const char *s, size_t len)
 	return 0;
 }
 
-int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
+/* Copy s (may be NULL: "") into out (cap bytes); -EINVAL when it does not fit. */
+static int copy_opt(char *out, size_t cap, const char *s)
+{
+	return snprintf(out, cap, "%s", s ? s : "") >= (int)cap ? -EINVAL : 0;
+}
+
+int etcd_open(const char *endpoints, const struct etcd_opts *o, struct etcd **out)
 {
 	*out = NULL;
 	if (!endpoints || !*endpoints)
@@ -95,11 +90,14 @@ int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
 	struct etcd *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	/* "etcd://a:1,b:2": the scheme of the first names them all. */
+	/* "etcd://a:1,b:2", "https://a:1,b:2": the scheme of the first names
+	 * all that have none. */
 	const char *p = endpoints;
 	const char *scheme = "";
-	if (!strncmp(p, "etcd://", 7))
-		scheme = "etcd://", p += 7;
+	static const char *const schemes[] = {"etcd://", "http://", "https://"};
+	for (size_t i = 0; i < 3 && !scheme[0]; i++)
+		if (!strncmp(p, schemes[i], strlen(schemes[i])))
+			scheme = schemes[i];
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		char one[URL_MAX];
@@ -118,12 +116,23 @@ int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out)
 		free(e);
 		return -EINVAL;
 	}
-	if (ca_file && snprintf(e->ca_file, sizeof(e->ca_file), "%s", ca_file) >=
-			       (int)sizeof(e->ca_file)) {
+	static const struct etcd_opts none;
+	if (!o)
+		o = &none;
+	if (copy_opt(e->ca_file, sizeof(e->ca_file), o->ca_file) < 0 ||
+	    copy_opt(e->cert_file, sizeof(e->cert_file), o->cert_file) < 0 ||
+	    copy_opt(e->key_file, sizeof(e->key_file), o->key_file) < 0 ||
+	    copy_opt(e->user, sizeof(e->user), o->user) < 0 ||
+	    !e->cert_file[0] != !e->key_file[0] || (e->user[0] && !o->password)) {
 		free(e);
 		return -EINVAL;
 	}
+	if (e->user[0] && !(e->password = strdup(o->password))) {
+		free(e);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->auth_lock, NULL);
 	*out = e;
 	return 0;
 }
@@ -134,8 +143,21 @@ void etcd_close(struct etcd *e)
 		return;
 	for (size_t i = 0; i < e->nidle; i++)
 		curl_easy_cleanup(e->idle[i]);
+	if (e->password) {
+		explicit_bzero(e->password, strlen(e->password));
+		free(e->password);
+	}
+	explicit_bzero(e->token, sizeof(e->token));
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->auth_lock);
 	free(e);
+}
+
+void etcd_last_error(struct etcd *e, char *out, size_t cap)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(out, cap, "%s", e->last_error[0] ? e->last_error : "no call failed");
+	pthread_mutex_unlock(&e->lock);
 }
 
 size_t etcd_endpoint_count(const struct etcd *e)
@@ -175,7 +197,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return dynbuf_add(b, p, size * n) == 0 ? size * n : 0;
 }
 
-static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
+/* See etcd_int.h. */
+void etcd__set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -187,25 +210,100 @@ static void set_common(struct etcd *e, CURL *h, const char *url, struct curl_sli
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
 	if (e->ca_file[0])
 		curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_file);
+	if (e->cert_file[0]) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, e->key_file);
+	}
+}
+
+/* See etcd_int.h. */
+void etcd__note_error(struct etcd *e, const char *url, const char *what)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->last_error, sizeof(e->last_error), "%.300s: %.300s", url, what);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * A TLS failure that trying again will not mend: this client's certificate
+ * or key cannot be used, the member's certificate is not trusted, or the
+ * member refused the handshake (no client certificate, or one it does not
+ * trust).  The last shows in several ways: an alert, or under TLS 1.3 (the
+ * client's side of the handshake ends before the member has checked its
+ * certificate) a connection closed at the first read or write (an HTTP/2
+ * error when etcd negotiated HTTP/2).  So a failure to send or receive on
+ * an https:// connection before any answer counts too: post() concludes
+ * only when every attempt of a call, over every member for ETCD_CALL_MS,
+ * failed that way, while a member that is down or restarting refuses the
+ * TCP connection itself (and a dead pooled connection is retried afresh by
+ * libcurl).
+ */
+static int tls_refused(CURL *h, CURLcode cc, const char *url)
+{
+	switch (cc) {
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_ISSUER_ERROR:
+		return 1;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:        /* the same over HTTP/2, which etcd offers with TLS */
+	case CURLE_HTTP2_STREAM: {
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		return !strncmp(url, "https://", 8) && status == 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* etcd's answer says the token is no good (expired, lost with a member's
+ * restart, or older than a change of users and roles). */
+static int token_refused(long status, const char *msg)
+{
+	return status == 401 || strstr(msg, "invalid auth token") ||
+	       strstr(msg, "auth store is old");
 }
 
 /*
  * POST body to path on the members, the last good one first, until one
  * answers 2xx: its body into *answer (the caller's dynbuf, cleared first).
- * Rounds over the members go on for ETCD_CALL_MS in all (a leader election
- * after a member left takes about a second), each attempt bounded by
- * ETCD_ATTEMPT_MS.
+ * token (may be "") goes into the Authorization header.  Rounds over the
+ * members go on for ETCD_CALL_MS in all (a leader election after a member
+ * left takes about a second), each attempt bounded by ETCD_ATTEMPT_MS.
+ * Returns 0, -ENOTCONN (no member answered), -EKEYEXPIRED (etcd refused the
+ * token), -EACCES (etcd refused the user, or every member refused this
+ * client's TLS), -EIO (another refusal), -ENOMEM.
  */
-static int post(struct etcd *e, const char *path, const char *body, struct dynbuf *answer)
+static int post(struct etcd *e, const char *path, const char *body, const char *token,
+		struct dynbuf *answer)
 {
 	CURL *h = take_handle(e);
 	if (!h)
 		return -ENOMEM;
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	char auth[ETCD_TOKEN_MAX + 32];
+	if (hdrs && token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", token);
+		struct curl_slist *l = curl_slist_append(hdrs, auth);
+		if (!l)
+			curl_slist_free_all(hdrs);
+		hdrs = l;
+		explicit_bzero(auth, sizeof(auth));
+	}
+	if (!hdrs) {
+		give_handle(e, h);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&e->lock);
 	size_t first = e->current;
 	pthread_mutex_unlock(&e->lock);
 	int r = -ENOTCONN;
+	size_t attempts = 0, refused_tls = 0;
 	int64_t deadline = util_now_ms() + ETCD_CALL_MS;
 	for (size_t k = 0; r == -ENOTCONN; k++) {
 		int64_t left = deadline - util_now_ms();
@@ -220,10 +318,12 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 			break;
 		size_t i = (first + k) % e->n;
 		char url[URL_MAX + 64];
+		char errbuf[CURL_ERROR_SIZE] = "";
 		snprintf(url, sizeof(url), "%s%s", e->urls[i], path);
 		dynbuf_free(answer);
 		dynbuf_init(answer, ETCD_ANSWER_MAX);
-		set_common(e, h, url, hdrs);
+		etcd__set_common(e, h, url, hdrs);
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 				 (long)(left < ETCD_ATTEMPT_MS ? left : ETCD_ATTEMPT_MS));
@@ -232,6 +332,8 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 		CURLcode cc = curl_easy_perform(h);
 		long status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+		attempts++;
 		if (cc == CURLE_OK && status >= 200 && status < 300) {
 			pthread_mutex_lock(&e->lock);
 			e->current = i;
@@ -245,17 +347,124 @@ static int post(struct etcd *e, const char *path, const char *body, struct dynbu
 		char q[220];
 		log_kv(LOG_DEBUG, "etcd.call_failed", "url=%s curl=%d status=%ld msg=%s", url,
 		       (int)cc, status, log_quote(msg, q, sizeof(q)));
+		if (cc != CURLE_OK) {
+			int tls = tls_refused(h, cc, url);
+			char what[CURL_ERROR_SIZE + 96];
+			snprintf(what, sizeof(what), "%s%s",
+				 tls ? "TLS refused (no client certificate, or one it does not "
+				       "trust?): "
+				     : "",
+				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			etcd__note_error(e, e->urls[i], what);
+			refused_tls += (size_t)tls;
+		} else {
+			char what[240];
+			snprintf(what, sizeof(what), "HTTP %ld %s", status, msg);
+			etcd__note_error(e, e->urls[i], what);
+		}
 		if (cc == CURLE_OPERATION_TIMEDOUT)
 			log_kv(LOG_WARN, "etcd.attempt_timeout", "path=%s member=%zu", path, i);
 		if (cc == CURLE_OK && status >= 400 && status < 500) {
+			if (token_refused(status, msg)) {
+				r = -EKEYEXPIRED; /* the caller authenticates again */
+				break;
+			}
 			log_kv(LOG_WARN, "etcd.refused", "path=%s status=%ld msg=%s", path, status,
 			       log_quote(msg, q, sizeof(q)));
-			r = -EIO;
+			/* no user while etcd's authentication is on is a 400 */
+			r = status == 403 || strstr(msg, "user name is empty") ? -EACCES : -EIO;
 		}
 	}
+	if (r == -ENOTCONN && attempts > 0 && refused_tls == attempts)
+		r = -EACCES; /* every member refused this client's TLS */
 	curl_slist_free_all(hdrs);
 	give_handle(e, h);
 	return r;
+}
+
+/* Ask etcd for a token for e->user (/v3/auth/authenticate): into out.
+ * -EACCES when etcd refused the user or password. */
+static int authenticate(struct etcd *e, char out[ETCD_TOKEN_MAX])
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_t *pw = json_object_get(req, "password");
+	if (pw) /* jansson keeps its own copy: wipe it too */
+		explicit_bzero((char *)json_string_value(pw), json_string_length(pw));
+	json_decref(req);
+	if (!body)
+		return -ENOMEM;
+	struct dynbuf a;
+	dynbuf_init(&a, ETCD_ANSWER_MAX);
+	int r = post(e, "/v3/auth/authenticate", body, "", &a);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	if (r == -EIO)
+		r = -EACCES; /* a 4xx answer to authenticate: the user or password is wrong */
+	if (!r)
+		r = etcd_decode_auth(a.p, a.len, out, ETCD_TOKEN_MAX);
+	if (a.p)
+		explicit_bzero(a.p, a.len);
+	dynbuf_free(&a);
+	if (r == -EACCES)
+		log_kv(LOG_WARN, "etcd.auth_refused", "user=%s", e->user);
+	else if (!r)
+		log_kv(LOG_INFO, "etcd.authenticated", "user=%s", e->user);
+	return r;
+}
+
+/* See etcd_int.h. */
+int etcd__token_get(struct etcd *e, char out[ETCD_TOKEN_MAX], unsigned *gen)
+{
+	out[0] = '\0';
+	*gen = 0;
+	if (!e->user[0])
+		return 0;
+	pthread_mutex_lock(&e->auth_lock);
+	pthread_mutex_lock(&e->lock);
+	memcpy(out, e->token, ETCD_TOKEN_MAX);
+	*gen = e->token_gen;
+	pthread_mutex_unlock(&e->lock);
+	int r = 0;
+	if (!out[0]) {
+		r = authenticate(e, out);
+		pthread_mutex_lock(&e->lock);
+		if (!r) {
+			memcpy(e->token, out, ETCD_TOKEN_MAX);
+			*gen = ++e->token_gen;
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->auth_lock);
+	return r;
+}
+
+/* See etcd_int.h. */
+void etcd__token_drop(struct etcd *e, unsigned gen)
+{
+	pthread_mutex_lock(&e->lock);
+	if (e->token_gen == gen)
+		explicit_bzero(e->token, sizeof(e->token));
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* post() with the token, authenticating again once when etcd refused it. */
+static int post_authed(struct etcd *e, const char *path, const char *body,
+		       struct dynbuf *answer)
+{
+	int r = -EACCES;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		char token[ETCD_TOKEN_MAX];
+		unsigned gen;
+		r = etcd__token_get(e, token, &gen);
+		if (!r)
+			r = post(e, path, body, token, answer);
+		explicit_bzero(token, sizeof(token));
+		if (r != -EKEYEXPIRED)
+			return r;
+		etcd__token_drop(e, gen);
+	}
+	return -EACCES; /* a fresh token refused at once */
 }
 
 /* base64 of len bytes of p as a new JSON string (NULL: ENOMEM). */
@@ -270,8 +479,8 @@ static json_t *b64(const void *p, size_t len)
 	return j;
 }
 
-/* {"key": b64(key)} plus "range_end" for a prefix. */
-static json_t *key_obj(const char *key, int prefix)
+/* See etcd_int.h. */
+json_t *etcd__key_obj(const char *key, int prefix)
 {
 	json_t *o = json_object();
 	if (!o || json_object_set_new(o, "key", b64(key, strlen(key))) < 0) {
@@ -299,7 +508,7 @@ static int call(struct etcd *e, const char *path, json_t *req, struct dynbuf *an
 	json_decref(req);
 	if (!body)
 		return -ENOMEM;
-	int r = post(e, path, body, answer);
+	int r = post_authed(e, path, body, answer);
 	free(body);
 	return r;
 }
@@ -307,7 +516,7 @@ static int call(struct etcd *e, const char *path, json_t *req, struct dynbuf *an
 int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *req = key_obj(key, prefix);
+	json_t *req = etcd__key_obj(key, prefix);
 	if (req && prefix)
 		json_object_set_new(req, "limit", json_integer(ETCD_KVS_MAX));
 	struct dynbuf a;
@@ -320,7 +529,7 @@ int etcd_range(struct etcd *e, const char *key, int prefix, struct etcd_kvs *out
 
 static json_t *put_obj(const char *key, const void *val, size_t len, int64_t lease)
 {
-	json_t *o = key_obj(key, 0);
+	json_t *o = etcd__key_obj(key, 0);
 	if (o && json_object_set_new(o, "value", b64(val, len)) < 0) {
 		json_decref(o);
 		return NULL;
@@ -368,7 +577,7 @@ static int txn(struct etcd *e, json_t *compare, json_t *then, int *succeeded, in
 /* compare key's target ("CREATE"/"MOD") revision equal to rev. */
 static json_t *cmp_rev(const char *key, const char *target, int64_t rev)
 {
-	json_t *o = key_obj(key, 0);
+	json_t *o = etcd__key_obj(key, 0);
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "target", json_string(target));
@@ -434,7 +643,7 @@ int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)
 {
 	struct dynbuf a;
 	int64_t rev, n = 0;
-	int r = call(e, "/v3/kv/deleterange", key_obj(key, prefix), &a);
+	int r = call(e, "/v3/kv/deleterange", etcd__key_obj(key, prefix), &a);
 	if (!r)
 		r = etcd_decode_write(a.p, a.len, &rev, &n);
 	if (deleted)
@@ -445,7 +654,7 @@ int etcd_delete(struct etcd *e, const char *key, int prefix, int64_t *deleted)
 
 int etcd_delete_at(struct etcd *e, const char *key, int64_t mod_rev)
 {
-	json_t *del = key_obj(key, 0);
+	json_t *del = etcd__key_obj(key, 0);
 	int ok = 0;
 	int r = txn(e, cmp_rev(key, "MOD", mod_rev),
 		    del ? json_pack("{s:o}", "request_delete_range", del) : NULL, &ok, NULL);
@@ -481,135 +690,5 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
 	struct dynbuf a;
 	int r = call(e, "/v3/lease/revoke", json_pack("{s:I}", "ID", (json_int_t)id), &a);
 	dynbuf_free(&a);
-	return r;
-}
-
-/* ---- watch ----------------------------------------------------------------- */
-
-struct watch_ctx {
-	struct dynbuf line;     /* the part of a message not yet ended by '\n' */
-	etcd_watch_fn fn;
-	void *arg;
-	const volatile int *stop;
-	int64_t deadline_ms;
-	int result;             /* what ends the watch, once set */
-	int ended;
-};
-
-static int watch_line(struct watch_ctx *w, const char *p, size_t n)
-{
-	while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
-		n--;
-	if (n == 0)
-		return 0;
-	struct etcd_watch_msg m;
-	int e = etcd_decode_watch(p, n, &m);
-	if (e) {
-		w->result = e == -ECONNABORTED ? -ENOTCONN : e;
-		return 1;
-	}
-	if (m.canceled) {
-		etcd_kvs_clear(&m.events);
-		w->result = -ECANCELED;
-		return 1;
-	}
-	int r = w->fn(w->arg, &m);
-	etcd_kvs_clear(&m.events);
-	if (r) {
-		w->result = r;
-		return 1;
-	}
-	return 0;
-}
-
-static size_t on_watch_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct watch_ctx *w = arg;
-	size_t total = size * n;
-	if (w->ended)
-		return 0;
-	const char *s = p, *end = p + total;
-	while (s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		size_t take = nl ? (size_t)(nl - s) : (size_t)(end - s);
-		if (dynbuf_add(&w->line, s, take) < 0) {
-			w->result = -EPROTO;
-			w->ended = 1;
-			return 0;
-		}
-		s += take;
-		if (!nl)
-			break;
-		s++; /* the '\n' */
-		int stop = watch_line(w, dynbuf_str(&w->line), w->line.len);
-		dynbuf_reset(&w->line);
-		if (stop) {
-			w->ended = 1;
-			return 0;
-		}
-	}
-	return total;
-}
-
-static int on_watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-	struct watch_ctx *w = arg;
-	(void)a, (void)b, (void)c, (void)d;
-	return (w->stop && *w->stop) || util_now_ms() >= w->deadline_ms;
-}
-
-int etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, int max_ms,
-	       etcd_watch_fn fn, void *arg, const volatile int *stop)
-{
-	json_t *create = key_obj(prefix, 1);
-	if (create && start_rev > 0)
-		json_object_set_new(create, "start_revision", json_integer(start_rev));
-	json_t *req = create ? json_pack("{s:o}", "create_request", create) : NULL;
-	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	CURL *h = body ? curl_easy_init() : NULL;
-	if (!h) {
-		free(body);
-		return -ENOMEM;
-	}
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-	struct watch_ctx w = {.fn = fn, .arg = arg, .stop = stop,
-			      .deadline_ms = util_now_ms() + max_ms};
-	dynbuf_init(&w.line, ETCD_ANSWER_MAX);
-	pthread_mutex_lock(&e->lock);
-	size_t i = e->current;
-	pthread_mutex_unlock(&e->lock);
-	char url[URL_MAX + 16];
-	snprintf(url, sizeof(url), "%s/v3/watch", e->urls[i]);
-	set_common(e, h, url, hdrs);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_watch_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	int r;
-	if (w.ended)
-		r = w.result;
-	else if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_OK)
-		r = 0; /* stopped, or the time is up (etcd never ends a stream itself) */
-	else
-		r = -ENOTCONN;
-	if (r == -ENOTCONN || (cc == CURLE_OK && status != 200)) {
-		/* the next call starts with another member */
-		pthread_mutex_lock(&e->lock);
-		if (e->current == i)
-			e->current = (i + 1) % e->n;
-		pthread_mutex_unlock(&e->lock);
-		if (r == 0)
-			r = -ENOTCONN;
-	}
-	dynbuf_free(&w.line);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(h);
-	free(body);
 	return r;
 }

@@ -14,9 +14,25 @@
  * ETCD_ROUND_PAUSE_MS apart, for ETCD_CALL_MS: long enough for the
  * survivors to elect a new leader when the old one left.
  *
+ * Authentication and TLS (etcd's "authentication" guide; etcd_opts):
+ *   - a user and password: the first call asks /v3/auth/authenticate for a
+ *     token and every call sends it (Authorization); when etcd refuses it
+ *     (expired, lost with a member's restart, older than a change of roles)
+ *     the client authenticates again once and repeats the call;
+ *   - a client certificate and key (libcurl's CURLOPT_SSLCERT/SSLKEY) for
+ *     members run with --client-cert-auth.  etcd's gateway refuses a client
+ *     certificate that carries a Common Name (its CN-based login does not
+ *     apply to the gateway), so the certificate names no CN and the user
+ *     comes from the password.
+ * The password and the token never reach a log line.
+ *
  * Errors (every call returns 0 or one of these):
  *   -ENOTCONN  no endpoint answered (etcd unreachable or without quorum)
- *   -EIO       etcd refused the request (a 4xx answer; logged)
+ *   -EACCES    etcd refused this client: a wrong user or password, none
+ *              while etcd's authentication is on, a role without the
+ *              permission (403), or every member refused its TLS (no client
+ *              certificate, or one they do not trust)
+ *   -EIO       etcd refused the request (another 4xx answer; logged)
  *   -EPROTO    an answer that does not decode
  *   -EEXIST    etcd_put_new: the key exists
  *   -ESTALE    etcd_put_at / etcd_delete_at: the key's revision moved on
@@ -36,16 +52,37 @@
 #define ETCD_ATTEMPT_MS 1500
 #define ETCD_ROUND_PAUSE_MS 200
 #define ETCD_CALL_MS 4000
+#define ETCD_USER_MAX 128       /* bytes of a user name, with its NUL */
+#define ETCD_TOKEN_MAX 2048     /* bytes of an auth token (simple or JWT), with its NUL */
+#define ETCD_ERROR_MAX 640      /* bytes of etcd_last_error's text */
 
 struct etcd;
 
+/* How to reach the members; every field may be NULL (not used).  Borrowed
+ * by etcd_open, which copies what it keeps. */
+struct etcd_opts {
+	const char *ca_file;   /* PEM CA bundle for https:// members */
+	const char *cert_file; /* PEM client certificate (with key_file) */
+	const char *key_file;  /* PEM private key of cert_file */
+	const char *user;      /* etcd user (with password) */
+	const char *password;
+};
+
 /*
- * etcd_open - a client of the members in endpoints (see above); ca_file
- * (may be NULL) is the PEM CA bundle for https:// members.  Nothing is
- * contacted yet.  Returns 0 with *out (etcd_close), -EINVAL (a bad list),
- * -ENOMEM.  Call after curl_global_init.
+ * etcd_open - a client of the members in endpoints (see above) with the
+ * options o (may be NULL: none).  Nothing is contacted yet.  Returns 0 with
+ * *out (etcd_close), -EINVAL (a bad list, a certificate without its key or
+ * the reverse, a user without a password, a field too long), -ENOMEM.
+ * Call after curl_global_init.
  */
-int etcd_open(const char *endpoints, const char *ca_file, struct etcd **out);
+int etcd_open(const char *endpoints, const struct etcd_opts *o, struct etcd **out);
+
+/*
+ * etcd_last_error - why the last call that failed did: "<member URL>:
+ * <curl's or etcd's message>" into out (cap bytes), for an operator's
+ * error message.  Never holds a secret.
+ */
+void etcd_last_error(struct etcd *e, char *out, size_t cap);
 
 /* etcd_close - free the client (no call may be running).  NULL is a no-op. */
 void etcd_close(struct etcd *e);

@@ -289,6 +289,16 @@ static int decode_event(json_t *ev, struct etcd_kv *kv)
 	return e;
 }
 
+/* The printable ASCII of s (may be NULL: "") into out (cap bytes). */
+static void printable(const char *s, char *out, size_t cap)
+{
+	size_t j = 0;
+	for (; s && *s && j + 1 < cap; s++)
+		if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f)
+			out[j++] = *s;
+	out[j] = '\0';
+}
+
 int etcd_decode_watch(const char *buf, size_t len, struct etcd_watch_msg *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -313,6 +323,9 @@ int etcd_decode_watch(const char *buf, size_t len, struct etcd_watch_msg *out)
 		e = get_bool(res, "canceled", &out->canceled);
 	if (!e)
 		e = get_i64(res, "compact_revision", 0, &out->compact_revision);
+	if (!e)
+		printable(json_string_value(json_object_get(res, "cancel_reason")),
+			  out->cancel_reason, sizeof(out->cancel_reason));
 	json_t *evs = json_object_get(res, "events");
 	if (!e && evs && (!json_is_array(evs) || json_array_size(evs) > ETCD_KVS_MAX))
 		e = -EPROTO;
@@ -347,10 +360,24 @@ void etcd_decode_error(const char *buf, size_t len, char *msg, size_t msglen)
 		s = json_string_value(body);
 	if (!s && json_is_object(body))
 		s = json_string_value(json_object_get(body, "message"));
-	size_t j = 0;
-	for (; s && *s && j + 1 < msglen; s++)
-		if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f)
-			msg[j++] = *s;
-	msg[j] = '\0';
+	printable(s, msg, msglen);
 	json_decref(o);
+}
+
+int etcd_decode_auth(const char *buf, size_t len, char *token, size_t cap)
+{
+	if (cap)
+		token[0] = '\0';
+	json_t *o = etcd_json_object(buf, len, ETCD_ANSWER_MAX);
+	json_t *t = o ? json_object_get(o, "token") : NULL;
+	const char *s = json_string_value(t);
+	size_t n = s ? json_string_length(t) : 0;
+	int e = n > 0 && n < cap ? 0 : -EPROTO;
+	for (size_t i = 0; !e && i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			e = -EPROTO; /* it goes into a header line as it is */
+	if (!e)
+		memcpy(token, s, n + 1);
+	json_decref(o);
+	return e;
 }

@@ -1,7 +1,8 @@
 /*
  * etcd_decode.h - the answers of etcd's v3 JSON gateway (grpc-gateway over
  * the gRPC API of etcd 3.4+: POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
- * /v3/kv/deleterange, /v3/lease/grant, /v3/lease/keepalive, /v3/watch),
+ * /v3/kv/deleterange, /v3/lease/grant, /v3/lease/keepalive, /v3/watch,
+ * /v3/auth/authenticate),
  * decoded into C structs.  Spec: etcd's api.proto and rpc.proto, as the
  * gateway renders them in JSON: 64-bit integers as decimal strings (plain
  * numbers are accepted too), bytes as standard padded base64, fields with
@@ -92,13 +93,14 @@ struct etcd_watch_msg {
 	int created;            /* the watch was set up */
 	int canceled;           /* etcd ended the watch */
 	int64_t compact_revision; /* canceled: the revision asked for was compacted */
+	char cancel_reason[160]; /* canceled: etcd's reason, printable ASCII ("" if none) */
 	struct etcd_kvs events; /* kvs with deleted set for DELETE events */
 };
 
 /*
  * etcd_decode_watch - one line of the gateway's /v3/watch stream:
  * {"result": {"header", "created", "canceled", "compact_revision",
- * "events": [{"type": "PUT"|"DELETE", "kv": {...}}]}} or {"error": ...}
+ * "cancel_reason", "events": [{"type": "PUT"|"DELETE", "kv": {...}}]}} or {"error": ...}
  * (-ECONNABORTED).  Returns 0 with *out (clear out->events), -EPROTO,
  * -ECONNABORTED, -ENOMEM.
  */
@@ -110,5 +112,13 @@ int etcd_decode_watch(const char *buf, size_t len, struct etcd_watch_msg *out);
  * printable ASCII only), or "" when buf is not one.  Pure.
  */
 void etcd_decode_error(const char *buf, size_t len, char *msg, size_t msglen);
+
+/*
+ * etcd_decode_auth - an AuthenticateResponse ({"header", "token": "..."}):
+ * the token into token (cap bytes), which must be 1 to cap - 1 printable
+ * ASCII characters without spaces (it is sent back as a header).  0 or
+ * -EPROTO (token "").  Pure.
+ */
+int etcd_decode_auth(const char *buf, size_t len, char *token, size_t cap);
 
 #endif

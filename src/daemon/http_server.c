@@ -133,6 +133,19 @@ const char *http_header(struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+void http_client_addr(struct MHD_Connection *conn, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "unknown");
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return;
+	socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								  : sizeof(struct sockaddr_in);
+	if (getnameinfo(ci->client_addr, len, out, (socklen_t)outlen, NULL, 0, NI_NUMERICHOST))
+		snprintf(out, outlen, "unknown");
+}
+
 int http_conn_gone(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -400,7 +413,7 @@ static void on_headers(struct http_server *srv, struct http_req *r, const char *
 	/* a key the local store does not know yet (the cluster: made on
 	 * another node a moment ago) */
 	if (a == -EACCES && g && g->auth)
-		a = g->auth(g->arg, http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), &r->who);
+		a = g->auth(g->arg, r, &r->who);
 	if (a == -EACCES) {
 		http_reply_error(r, API_ERR_UNAUTHORIZED,
 				 "a valid API key is required: Authorization: Bearer pds_...");

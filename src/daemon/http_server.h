@@ -80,7 +80,7 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
  * thread with arg; a NULL member is skipped.
  *   internal  the URL matched no route: 1 when the hook answered r (or
  *             will), 0 to answer 404/405 as usual;
- *   auth      the local key store did not know the Authorization header:
+ *   auth      the local key store did not know r's Authorization header:
  *             returns as auth_check (auth.h), filling *who;
  *   route     after authentication: 1 when r is no longer this server's to
  *             serve (answered, or r->route replaced by the hook's).
@@ -88,7 +88,7 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 struct http_gate {
 	void *arg;
 	int (*internal)(void *arg, struct http_req *r, const char *url);
-	int (*auth)(void *arg, const char *authorization, struct auth_ident *who);
+	int (*auth)(void *arg, struct http_req *r, struct auth_ident *who);
 	int (*route)(void *arg, struct http_req *r);
 };
 
@@ -112,6 +112,13 @@ int http_query_check(struct http_req *r, const char *const *allowed, enum api_er
 
 /* http_header - request header name (case-insensitive; borrowed) or NULL. */
 const char *http_header(struct http_req *r, const char *name);
+
+/*
+ * http_client_addr - the address of conn's client, numeric ("192.0.2.7",
+ * "2001:db8::7"), into out (outlen bytes; 64 hold any); "unknown" when it
+ * cannot be read.  Any thread that holds the connection.
+ */
+void http_client_addr(struct MHD_Connection *conn, char *out, size_t outlen);
 
 /*
  * http_conn_gone - 1 if the client of conn has closed its side (EOF, reset,

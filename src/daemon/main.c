@@ -126,7 +126,7 @@ static int setup_jail(struct daemon *d)
 int main(int argc, char **argv)
 {
 	static struct daemon d;
-	char err[512] = "";
+	char err[1024] = "";
 	if (config_load(&d.cfg, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pandastackd: %s\n", err);
 		return 2;

@@ -11,13 +11,20 @@
  * with its content type; anything else is 404.
  *
  * Headers on every answer: X-Content-Type-Options: nosniff, Referrer-Policy:
- * no-referrer and a Content-Security-Policy.  The application's policy
- * allows only its own scripts, styles and API (no inline script or style),
- * images from data: URLs, frames from itself, and no framing of the app
- * (frame-ancestors 'none').  WEB_STATIC_FRAME_PAGE, the page the dashboard
- * shows a sandbox's HTML in, has its own policy: it is always sandboxed
- * (an opaque origin: no access to the dashboard's storage or DOM), runs only
- * the dashboard's own scripts, and loads nothing but data: images.
+ * no-referrer and a Content-Security-Policy.  The pages (*.html) are served
+ * with a nonce of their own, new for each answer, added to each of their
+ * <script> tags, and their policy runs no script without it (script-src
+ * 'nonce-...').  'self' would not do: a sandbox's exposed port is served
+ * on this origin too (/v1/sandboxes/{id}/ports/{port}/..., the path form),
+ * so anything a sandbox serves would pass for the dashboard's script.
+ * Beyond scripts the application's policy allows its own styles and API
+ * (no inline script or style), images from data: URLs, frames from itself,
+ * and no framing of the app (frame-ancestors 'none').
+ * WEB_STATIC_FRAME_PAGE, the page the dashboard shows a sandbox's HTML in,
+ * has its own policy: it is always sandboxed (an opaque origin: no access
+ * to the dashboard's storage or DOM), runs only the script its nonce names,
+ * and loads nothing but data: images.  Other files get the daemon's
+ * default policy (http_reply.h), which runs nothing.
  *
  * Caching: names with an 8-character content hash before the extension
  * ("app.K3V2X7QZ.js", [A-Z0-9]{8}) are immutable for a year; the rest
@@ -46,6 +53,15 @@ const char *web_static_content_type(const char *name);
 /* web_static_immutable - 1 if name carries a content hash (cached for a
  * year), else 0. */
 int web_static_immutable(const char *name);
+
+/*
+ * web_static_add_nonce - len bytes of html with ` nonce="<nonce>"` added
+ * to each <script> tag (matched without regard to case; "<scripts" and the
+ * like are not tags), as a new buffer (*outlen bytes, NUL-terminated; the
+ * caller frees it), or NULL on ENOMEM.  nonce must be base64 (no quote).
+ * Pure.
+ */
+char *web_static_add_nonce(const char *html, size_t len, const char *nonce, size_t *outlen);
 
 /* GET /: index.html of the web directory (404 when the dashboard is not
  * built or --web-dir names no such directory). */

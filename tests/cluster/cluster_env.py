@@ -10,7 +10,18 @@ the namespaces made here.  Everything started is ended by close().
 Node "c" gets a template cache of its own that holds the images but no
 templates, so it must fetch them from the others by content hash.
 
-Needs root, ip(8), etcd and etcdctl (Debian's etcd-server, etcd-client).
+etcd runs as docs/cluster.md says it should: TLS on its client URLs with
+client certificates required (--client-cert-auth), and authentication on,
+the daemons logging in as a user whose role may read and write under
+/pandastack/ only.  The certificates are made here with openssl(1): a CA,
+one server certificate per member (its address as subject alternative
+name, for serving and for the gateway's own calls to its member) and one
+client certificate without a Common Name (etcd's JSON gateway refuses one
+with a CN).  Each member's metrics are served on plain
+HTTP at :2381 (etcd_mvcc_range_total counts its reads).
+
+Needs root, ip(8), openssl, etcd and etcdctl (Debian's etcd-server,
+etcd-client).
 """
 import json
 import os
@@ -40,15 +51,64 @@ def sh(*args, check=True, ns=None):
                           text=True)
 
 
+class Pki:
+    """A CA and the certificates etcd and the daemons use, in folder."""
+
+    def __init__(self, folder, member_ips):
+        self.dir = pathlib.Path(folder)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ca, ca_key = self.dir / "ca.pem", self.dir / "ca.key"
+        self.ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                  "-nodes", "-days", "2", "-subj", "/O=pandastack test CA", "-keyout", ca_key,
+                  "-out", self.ca])
+        # clientAuth too: with --client-cert-auth, etcd's JSON gateway dials
+        # its own gRPC server with the member's certificate
+        self.member = {ip: self.issue(f"etcd-{ip}", "/O=pandastack test/CN=etcd",
+                                      f"subjectAltName=IP:{ip}\n"
+                                      "extendedKeyUsage=serverAuth,clientAuth")
+                       for ip in member_ips}
+        # no CN: etcd's gateway refuses a client certificate that has one
+        self.client = self.issue("client", "/O=pandastack test",
+                                 "extendedKeyUsage=clientAuth")
+        # another CA's certificate: one etcd does not trust
+        other = self.dir / "other"
+        other.mkdir(exist_ok=True)
+        self.ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                  "-nodes", "-days", "2", "-subj", "/O=elsewhere", "-keyout",
+                  other / "key.pem", "-out", other / "cert.pem"])
+        (other / "key.pem").chmod(0o600)
+        self.untrusted = (other / "cert.pem", other / "key.pem")
+
+    def ssl(self, args):
+        subprocess.run(["openssl"] + [str(a) for a in args], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def issue(self, name, subject, ext):
+        key, csr, cert = (self.dir / f"{name}.{x}" for x in ("key", "csr", "pem"))
+        extfile = self.dir / f"{name}.ext"
+        extfile.write_text(ext + "\n")
+        self.ssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                  "-subj", subject, "-keyout", key, "-out", csr])
+        self.ssl(["x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.dir / "ca.key",
+                  "-CAcreateserial", "-days", "2", "-extfile", extfile, "-out", cert])
+        key.chmod(0o600)
+        return cert, key
+
+
+ETCD_USER = "pandastack"
+ETCD_ROLE = "pandastack"
+
+
 class Node(Daemon):
     """A pandastackd in its node's namespace, reached at its namespace address."""
 
-    def __init__(self, name, ns, host, work, cache, etcd_urls, secret, ttl, extra=()):
+    def __init__(self, name, ns, host, work, cache, etcd_urls, secret, ttl, extra=(),
+                 etcd_args=()):
         self.name, self.ns, self.host = name, ns, host
         args = ["--insecure-http", "--pool-size", "0",
-                "--cluster", "etcd://" + ",".join(etcd_urls), "--node-name", name,
+                "--cluster", ",".join(etcd_urls), "--node-name", name,
                 "--advertise", f"http://{host}:8080", "--cluster-secret-file", str(secret),
-                "--cluster-ttl", str(ttl)] + list(extra)
+                "--cluster-ttl", str(ttl)] + list(etcd_args) + list(extra)
         super().__init__(work / f"node-{name}", extra_args=args, cache=str(cache),
                          listen=f"{host}:8080", wrap=["ip", "netns", "exec", ns])
 
@@ -78,6 +138,10 @@ class Cluster:
         self.c_own_cache = c_own_cache
         self.secret = self.work / "cluster.secret"
         self.made_links = False
+        self.pki = None
+        self.auth_on = False
+        self.root_pw = secrets.token_hex(12)
+        self.password_file = self.work / "etcd.password"
 
     # ---- the network ------------------------------------------------------
     def build_net(self):
@@ -115,7 +179,18 @@ class Cluster:
 
     # ---- etcd ---------------------------------------------------------------
     def etcd_urls(self):
-        return [f"{self.ip[n]}:2379" for n in self.names]
+        return [f"https://{self.ip[n]}:2379" for n in self.names]
+
+    def etcd_args(self, cert=True, password=True):
+        """The daemon's flags for etcd: its CA, client certificate, user."""
+        args = ["--cluster-ca-file", str(self.pki.ca)]
+        if cert:
+            args += ["--cluster-etcd-cert", str(self.pki.client[0]),
+                     "--cluster-etcd-key", str(self.pki.client[1])]
+        if password:
+            args += ["--cluster-etcd-user", ETCD_USER,
+                     "--cluster-etcd-password-file", str(self.password_file)]
+        return args
 
     def start_etcd(self, n, new=True):
         ip = self.ip[n]
@@ -124,10 +199,14 @@ class Cluster:
             shutil.rmtree(data, ignore_errors=True)
         members = ",".join(f"e{m}=http://{self.ip[m]}:2380" for m in self.names)
         log = open(self.work / f"etcd-{n}.log", "ab")
+        cert, key = self.pki.member[ip]
         self.etcd[n] = subprocess.Popen(
             ["ip", "netns", "exec", self.ns[n], "etcd", "--name", f"e{n}", "--data-dir",
-             str(data), "--listen-client-urls", f"http://{ip}:2379",
-             "--advertise-client-urls", f"http://{ip}:2379",
+             str(data), "--listen-client-urls", f"https://{ip}:2379",
+             "--advertise-client-urls", f"https://{ip}:2379",
+             "--cert-file", str(cert), "--key-file", str(key),
+             "--trusted-ca-file", str(self.pki.ca), "--client-cert-auth",
+             "--listen-metrics-urls", f"http://{ip}:2381",
              "--listen-peer-urls", f"http://{ip}:2380",
              "--initial-advertise-peer-urls", f"http://{ip}:2380",
              "--initial-cluster", members, "--initial-cluster-state", "new",
@@ -170,9 +249,49 @@ class Cluster:
                 p.wait()
 
     def etcdctl(self, *args, ns=None):
+        """etcdctl as root (once authentication is on), over TLS."""
         ns = ns or self.ns[self.names[0]]
+        auth = ["--user", f"root:{self.root_pw}"] if self.auth_on else []
         return sh("etcdctl", "--dial-timeout", "2s", "--command-timeout", "5s",
-                  "--endpoints", ",".join(self.etcd_urls()), *args, ns=ns, check=False)
+                  "--endpoints", ",".join(self.etcd_urls()), "--cacert", self.pki.ca,
+                  "--cert", self.pki.client[0], "--key", self.pki.client[1], *auth, *args,
+                  ns=ns, check=False)
+
+    def setup_auth(self):
+        """etcd's users and roles as docs/cluster.md shows them, then auth on."""
+        pw = secrets.token_hex(16)
+        self.password_file.write_text(pw + "\n")
+        self.password_file.chmod(0o600)
+        steps = [("user", "add", "root", "--new-user-password", self.root_pw),
+                 ("user", "grant-role", "root", "root"),
+                 ("role", "add", ETCD_ROLE),
+                 ("role", "grant-permission", ETCD_ROLE, "--prefix=true", "readwrite",
+                  "/pandastack/"),
+                 ("user", "add", ETCD_USER, "--new-user-password", pw),
+                 ("user", "grant-role", ETCD_USER, ETCD_ROLE),
+                 ("auth", "enable")]
+        for step in steps:
+            r = self.etcdctl(*step)
+            if r.returncode != 0:
+                raise RuntimeError(f"etcdctl {step[:2]}: {r.stdout}{r.stderr}")
+        self.auth_on = True
+
+    def etcd_reads(self):
+        """Reads (ranges) served by the members so far, summed over those that
+        answer (etcd_mvcc_range_total of each member's metrics)."""
+        total = 0
+        for n in self.names:
+            if n not in self.etcd:
+                continue
+            try:
+                with urllib.request.urlopen(f"http://{self.ip[n]}:2381/metrics",
+                                            timeout=5) as r:
+                    text = r.read().decode()
+            except OSError:
+                continue
+            m = re.search(r"^etcd_mvcc_range_total (\d+)", text, re.M)
+            total += int(m.group(1)) if m else 0
+        return total
 
     def wait_etcd(self, timeout=60):
         deadline = time.time() + timeout
@@ -202,10 +321,24 @@ class Cluster:
 
     def start_node(self, n, extra=()):
         node = Node(n, self.ns[n], self.ip[n], self.work, self.cache_of(n), self.etcd_urls(),
-                    self.secret, self.ttl, extra)
+                    self.secret, self.ttl, extra, self.etcd_args())
         node.start()
         self.nodes[n] = node
         return node
+
+    def try_node(self, n, name, etcd_args, timeout=60):
+        """Start a daemon that joins as node name in n's namespace with these
+        etcd flags, expecting it to refuse to start: its exit code and log."""
+        node = Node(name, self.ns[n], self.ip[n], self.work, self.cache_of(n),
+                    self.etcd_urls(), self.secret, self.ttl, ["--listen", f"{self.ip[n]}:0"],
+                    etcd_args)
+        node.listen = f"{self.ip[n]}:0"
+        try:
+            node.start(timeout=timeout)
+        except RuntimeError:
+            return node.proc.returncode, node.log()
+        node.stop()
+        raise AssertionError(f"node {name} started with etcd flags {etcd_args}")
 
     def kill_node(self, n, sig=signal.SIGKILL):
         node = self.nodes[n]
@@ -237,10 +370,12 @@ class Cluster:
         self.work.mkdir(parents=True, exist_ok=True)
         self.secret.write_text(secrets.token_urlsafe(32) + "\n")
         self.secret.chmod(0o600)
+        self.pki = Pki(self.work / "pki", [self.ip[n] for n in self.names])
         self.build_net()
         for n in self.names:
             self.start_etcd(n)
         self.wait_etcd()
+        self.setup_auth()
         for n in self.names:  # one after the other: each sets up its jail's files
             self.start_node(n)
         return self

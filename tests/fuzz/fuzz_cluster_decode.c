@@ -1,7 +1,8 @@
 /*
  * fuzz_cluster_decode.c - libFuzzer target for what the cluster reads from
- * etcd: the JSON gateway's answers (etcd_decode.h) and the node, sandbox
- * and key records (cluster_record.c).  Any bytes give 0 or a negative
+ * etcd: the JSON gateway's answers (etcd_decode.h, the authenticate answer
+ * included), the node, sandbox and key records (cluster_record.c) and the
+ * seals on them (cluster_sign.c).  Any bytes give 0 or a negative
  * errno, never a crash or a leak; what decodes keeps its caps.
  */
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/cluster_int.h"
+#include "daemon/etcd_client.h"
 #include "daemon/etcd_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,5 +63,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct key_row k;
 	cluster_key_decode(buf, size, &k);
+
+	/* a seal read from etcd (against a fixed secret and key), and the
+	 * token an authenticate answer carries */
+	static const unsigned char secret[] = "0123456789abcdef";
+	int e = cluster_unseal(secret, 16, "/pandastack/keys/x", buf, size);
+	if (e != 0 && e != -EBADMSG && e != -ENOMEM)
+		abort();
+	char token[ETCD_TOKEN_MAX];
+	if (etcd_decode_auth(buf, size, token, sizeof(token)) == 0 &&
+	    (token[0] == '\0' || strlen(token) >= sizeof(token) || strchr(token, ' ')))
+		abort();
 	return 0;
 }

@@ -68,3 +68,51 @@ def test_mcp_tools_over_https_trust_the_daemons_own_key(daemon_factory, tmp_root
     conn = http.client.HTTPSConnection("127.0.0.1", d.port, timeout=60,
                                        context=ssl._create_unverified_context())
     tools_reach_the_api(conn, d)
+
+
+def post_from(conn, key, origin, host=None):
+    """initialize sent as a browser page of origin would (Host: host)."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream", "Origin": origin}
+    if host:
+        headers["Host"] = host
+    conn.request("POST", "/mcp", json.dumps(INIT), headers)
+    r = conn.getresponse()
+    r.read()
+    return r.status
+
+
+def test_mcp_origin_is_an_allowed_one_never_the_host(api_daemon):
+    """DNS rebinding: a page on rebind.example, its name rebound to the
+    daemon's address, sends its own name as Host and as Origin alike; the
+    check compares the Origin with the daemon's own address (and
+    --mcp-allowed-origins), never with Host."""
+    d, port = api_daemon, api_daemon.port
+    # positive controls: the daemon's own origin (the dashboard's: it serves
+    # it), as an address and as localhost, with and without a matching Host
+    assert post_from(d.conn(), d.admin_key, f"http://127.0.0.1:{port}") == 200
+    assert post_from(d.conn(), d.admin_key, f"http://localhost:{port}",
+                     host=f"localhost:{port}") == 200
+    # the rebinding page: Host and Origin agree, and it is refused
+    assert post_from(d.conn(), d.admin_key, "http://rebind.example",
+                     host="rebind.example") == 403
+    assert post_from(d.conn(), d.admin_key, f"http://rebind.example:{port}",
+                     host=f"rebind.example:{port}") == 403
+    # the daemon's own origin in another scheme or port is not its own
+    assert post_from(d.conn(), d.admin_key, f"https://127.0.0.1:{port}") == 403
+    assert post_from(d.conn(), d.admin_key, f"http://127.0.0.1:{port + 1}") == 403
+    assert post_from(d.conn(), d.admin_key, "null") == 403
+
+
+def test_mcp_allowed_origins_option(daemon_factory, tmp_root):
+    (tmp_root / "cache").mkdir()
+    d = daemon_factory("origins", ["--pool-size", "0", "--mcp-allowed-origins",
+                                   "https://dash.example, http://tools.example:8443"],
+                       cache=str(tmp_root / "cache"))
+    assert post_from(d.conn(), d.admin_key, "https://dash.example",
+                     host="dash.example") == 200
+    assert post_from(d.conn(), d.admin_key, "http://tools.example:8443") == 200
+    assert post_from(d.conn(), d.admin_key, f"http://127.0.0.1:{d.port}") == 200
+    assert post_from(d.conn(), d.admin_key, "http://dash.example", host="dash.example") == 403
+    assert post_from(d.conn(), d.admin_key, "http://rebind.example",
+                     host="rebind.example") == 403

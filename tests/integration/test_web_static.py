@@ -2,12 +2,15 @@
 no key needed, content types, caching, the security headers of every answer,
 and names that could reach outside the web directory."""
 import http.client
+import re
 
 import pytest
 
 from conftest import Daemon
 
 SECRET = b"the secret outside the web directory\n"
+INDEX = (b'<!doctype html><title>t</title><script src="/ui/app.K3V2X7QZ.js" defer></script>'
+         b'<p>no &lt;script here</p>')
 
 
 @pytest.fixture(scope="module")
@@ -18,9 +21,10 @@ def web(tmp_path_factory):
     (root / "cache").mkdir()
     site = root / "site"
     site.mkdir()
-    (site / "index.html").write_bytes(b"<!doctype html><title>t</title>")
+    (site / "index.html").write_bytes(INDEX)
     (site / "app.K3V2X7QZ.js").write_bytes(b"console.log(1)")
-    (site / "frame.html").write_bytes(b"<!doctype html><title>f</title>")
+    (site / "frame.html").write_bytes(b'<!doctype html><title>f</title><script src="/ui/f.js">'
+                                      b'</script>')
     (site / "style.css").write_bytes(b"body{}")
     (site / "notes.secret").write_bytes(b"unknown extension")
     (site / ".hidden.js").write_bytes(b"hidden")
@@ -46,19 +50,41 @@ def raw_get(d, path):
     return r.status, headers, body
 
 
+def nonce_of(h, body):
+    """The nonce the page's policy names, after checking that each of its
+    script tags carries it; and the body without it."""
+    csp = [p.strip() for p in h["content-security-policy"].split(";")]
+    scripts = [p for p in csp if p.startswith("script-src")]
+    assert len(scripts) == 1 and re.fullmatch(r"script-src 'nonce-[A-Za-z0-9+/]{24}'", scripts[0]), csp
+    nonce = scripts[0][len("script-src 'nonce-"):-1]
+    tags = re.findall(rb"<script[^>]*>", body)
+    assert tags and all(f' nonce="{nonce}"'.encode() in t for t in tags), tags
+    return nonce, body.replace(f' nonce="{nonce}"'.encode(), b"")
+
+
 def test_index_needs_no_key_and_has_the_app_policy(web):
     status, h, body = raw_get(web, "/")
-    assert status == 200 and body == (web.root / "site" / "index.html").read_bytes()
+    assert status == 200
     assert h["content-type"] == "text/html; charset=utf-8"
     assert h["x-content-type-options"] == "nosniff"
     assert h["referrer-policy"] == "no-referrer"
     assert h["cache-control"] == "no-cache"
     csp = [p.strip() for p in h["content-security-policy"].split(";")]
-    assert "default-src 'self'" in csp and "script-src 'self'" in csp
+    assert "default-src 'self'" in csp
     assert "style-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert "img-src 'self' data:" in csp and "object-src 'none'" in csp
+    assert "worker-src 'none'" in csp
     assert "unsafe-inline" not in h["content-security-policy"]
     assert "unsafe-eval" not in h["content-security-policy"]
+    # Scripts: only those with this answer's nonce.  'self' would also take
+    # what a sandbox serves on the path form (/v1/sandboxes/{id}/ports/...),
+    # which shares this origin.
+    assert "'self'" not in next(p for p in csp if p.startswith("script-src"))
+    nonce, page = nonce_of(h, body)
+    assert page == INDEX  # the file, with nothing but the nonce added
+    # a new nonce for each answer
+    _, h2, body2 = raw_get(web, "/")
+    assert nonce_of(h2, body2)[0] != nonce
 
 
 def test_hashed_assets_are_immutable(web):
@@ -72,12 +98,13 @@ def test_hashed_assets_are_immutable(web):
 
 
 def test_frame_page_is_always_sandboxed(web):
-    status, h, _ = raw_get(web, "/ui/frame.html")
+    status, h, body = raw_get(web, "/ui/frame.html")
     assert status == 200
     csp = [p.strip() for p in h["content-security-policy"].split(";")]
     assert csp[0] == "sandbox allow-scripts"          # no allow-same-origin
-    assert "default-src 'none'" in csp and "script-src 'self'" in csp
+    assert "default-src 'none'" in csp
     assert "img-src data:" in csp and "frame-ancestors 'self'" in csp
+    nonce_of(h, body)
     assert h["x-content-type-options"] == "nosniff"
 
 

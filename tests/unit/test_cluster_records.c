@@ -1,7 +1,8 @@
 /*
  * test_cluster_records.c - the cluster's pure parts: etcd's JSON gateway
  * answers (etcd_decode.c, on answers captured from etcd 3.4), the records
- * kept in etcd (cluster_record.c), node signatures (cluster_forward.c) and
+ * kept in etcd (cluster_record.c), their seals and the node signatures
+ * with their replay cache (cluster_sign.c) and
  * the prefix range end (etcd_client.c).
  */
 #include <errno.h>
@@ -9,11 +10,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "daemon/cluster_int.h"
 #include "daemon/etcd_client.h"
 #include "daemon/etcd_decode.h"
@@ -263,36 +266,217 @@ static void sandbox_and_key_records(void **state)
 			 -EPROTO);
 }
 
+/* A cluster of one node "name" with a 20-byte secret (and a replay cache
+ * when replay is set). */
+static struct cluster test_cluster(const char *name, char first, int replay)
+{
+	struct cluster c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.node, sizeof(c.node), "%s", name);
+	memcpy(c.secret, "0123456789abcdef0123", 20);
+	c.secret[0] = (unsigned char)first;
+	c.secret_len = 20;
+	pthread_mutex_init(&c.lock, NULL);
+	c.replay = replay ? cluster__replay_new() : NULL;
+	if (replay)
+		assert_non_null(c.replay);
+	return c;
+}
+
+static void drop_cluster(struct cluster *c)
+{
+	cluster__replay_free(c->replay);
+	pthread_mutex_destroy(&c->lock);
+}
+
 static void signatures(void **state)
 {
 	(void)state;
-	struct cluster c, other;
-	memset(&c, 0, sizeof(c));
-	memset(&other, 0, sizeof(other));
-	snprintf(c.node, sizeof(c.node), "node-a");
-	memcpy(c.secret, "0123456789abcdef0123", 20);
-	c.secret_len = 20;
-	other = c;
-	other.secret[0] = 'X';
-	char sig[400], from[CLUSTER_NAME_MAX];
-	const char *path = "/v1/sandboxes/sbx_0123456789abcdef0123/exec";
+	/* a signs for b; b checks (no replay cache: each case afresh) */
+	struct cluster a = test_cluster("node-a", '0', 0), b = test_cluster("node-b", '0', 0);
+	struct cluster other = test_cluster("node-b", 'X', 0), c3 = test_cluster("node-c", '0', 0);
+	char sig[600], from[CLUSTER_NAME_MAX];
+	const char *target = "/v1/sandboxes/sbx_0123456789abcdef0123/fs?path=%2Ftmp%2Fx";
+	const char *key = "key_0123456789abcdef";
 	int64_t now = 1764469132123;
-	assert_int_equal(cluster__sign(&c, "POST", path, now, sig, sizeof(sig)), 0);
-	/* positive control: the same call verifies */
-	assert_true(cluster__verify(&c, sig, "POST", path, now + 1000, from));
+	assert_int_equal(cluster__sign(&a, "node-b", "PUT", target, key, now, sig, sizeof(sig)), 0);
+	/* positive control: the same request verifies */
+	assert_int_equal(cluster__verify(&b, sig, "PUT", target, key, now + 1000, from), 0);
 	assert_string_equal(from, "node-a");
 	/* and each change is refused */
-	assert_false(cluster__verify(&c, sig, "GET", path, now, from));
-	assert_false(cluster__verify(&c, sig, "POST", "/v1/sandboxes/sbx_0123456789abcdef0124/exec",
-				     now, from));
-	assert_false(cluster__verify(&other, sig, "POST", path, now, from));
-	assert_false(cluster__verify(&c, sig, "POST", path, now + CLUSTER_SIGN_SKEW_MS + 1, from));
-	assert_false(cluster__verify(&c, NULL, "POST", path, now, from));
-	char forged[420];
-	snprintf(forged, sizeof(forged), "node-b%s", sig + strlen("node-a"));
-	assert_false(cluster__verify(&c, forged, "POST", path, now, from));
+	assert_int_equal(cluster__verify(&b, sig, "GET", target, key, now, from), -EBADMSG);
+	assert_int_equal(cluster__verify(&b, sig, "PUT",
+					 "/v1/sandboxes/sbx_0123456789abcdef0123/fs?path=%2Fetc%2Fx",
+					 key, now, from),
+			 -EBADMSG); /* another query */
+	assert_int_equal(cluster__verify(&b, sig, "PUT", "/v1/sandboxes/sbx_0123456789abcdef0123/fs",
+					 key, now, from),
+			 -EBADMSG); /* no query */
+	assert_int_equal(cluster__verify(&b, sig, "PUT", target, "key_0123456789abcdee", now, from),
+			 -EPERM); /* another caller's key */
+	assert_int_equal(cluster__verify(&b, sig, "PUT", target, NULL, now, from), -EPERM);
+	assert_int_equal(cluster__verify(&c3, sig, "PUT", target, key, now, from), -EXDEV);
+	assert_int_equal(cluster__verify(&other, sig, "PUT", target, key, now, from), -EBADMSG);
+	assert_int_equal(cluster__verify(&b, sig, "PUT", target, key,
+					 now + CLUSTER_SIGN_SKEW_MS + 1, from),
+			 -ETIME); /* after its window */
+	assert_int_equal(cluster__verify(&b, sig, "PUT", target, key,
+					 now - CLUSTER_SIGN_SKEW_MS - 1, from),
+			 -ETIME);
+	assert_int_equal(cluster__verify(&b, NULL, "PUT", target, key, now, from), -EBADMSG);
+	assert_int_equal(cluster__verify(&b, sig, "PUT", NULL, key, now, from), -EBADMSG);
+	char forged[700];
+	snprintf(forged, sizeof(forged), "node-c%s", sig + strlen("node-a"));
+	assert_int_equal(cluster__verify(&b, forged, "PUT", target, key, now, from), -EBADMSG);
 	snprintf(forged, sizeof(forged), "%s ", sig);
-	assert_false(cluster__verify(&c, forged, "POST", path, now, from));
+	assert_int_equal(cluster__verify(&b, forged, "PUT", target, key, now, from), -EBADMSG);
+	/* no key: "-" on both sides */
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/cluster/v1/templates/base", NULL, now,
+				       sig, sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/cluster/v1/templates/base", "", now, from),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/cluster/v1/templates/base", key, now, from),
+			 -EPERM);
+	/* two signatures of one request differ (their nonces) */
+	char sig2[600];
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/x", NULL, now, sig, sizeof(sig)), 0);
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/x", NULL, now, sig2, sizeof(sig2)), 0);
+	assert_string_not_equal(sig, sig2);
+	drop_cluster(&a), drop_cluster(&b), drop_cluster(&other), drop_cluster(&c3);
+}
+
+static void replays(void **state)
+{
+	(void)state;
+	struct cluster a = test_cluster("node-a", '0', 0), b = test_cluster("node-b", '0', 1);
+	char sig[600], from[CLUSTER_NAME_MAX];
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	assert_int_equal(cluster__sign(&a, "node-b", "POST", "/v1/x", "key_1", now, sig, sizeof(sig)),
+			 0);
+	/* positive control: the first time it is taken */
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/x", "key_1", now, from), 0);
+	/* the same bytes again, at once or later within the window */
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/x", "key_1", now, from), -EALREADY);
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/x", "key_1",
+					 now + CLUSTER_SIGN_SKEW_MS - 1, from),
+			 -EALREADY);
+	/* another signature goes through */
+	assert_int_equal(cluster__sign(&a, "node-b", "POST", "/v1/x", "key_1", now, sig, sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/x", "key_1", now + 5, from), 0);
+	/* a signature that fails its MAC leaves no nonce behind: the real one
+	 * with the same nonce still goes through */
+	assert_int_equal(cluster__sign(&a, "node-b", "POST", "/v1/y", "key_1", now, sig, sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/z", "key_1", now, from), -EBADMSG);
+	assert_int_equal(cluster__verify(&b, sig, "POST", "/v1/y", "key_1", now, from), 0);
+	/* nonces are remembered past the tables' turn (2 skews after the cache
+	 * began, a moment before `now`): one taken a second before the turn is
+	 * still known a second after it, within its window */
+	int64_t later = now + 2 * CLUSTER_SIGN_SKEW_MS - 1000;
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/t", NULL, later, sig, sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/t", NULL, later, from), 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/t", NULL, later + 2000, from),
+			 -EALREADY); /* checked after the turn */
+	/* and a fresh one after the turn goes through */
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/t", NULL, later + 2000, sig,
+				       sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/t", NULL, later + 2000, from), 0);
+	drop_cluster(&a), drop_cluster(&b);
+}
+
+/* When more signed requests come within two skews than a table holds, the
+ * oldest nonces are dropped early, and a floor keeps their replays out. */
+static void replay_cache_full(void **state)
+{
+	(void)state;
+	struct cluster a = test_cluster("node-a", '0', 0), b = test_cluster("node-b", '0', 1);
+	char sig[600], first[600], from[CLUSTER_NAME_MAX];
+	int64_t now = (int64_t)(util_wall_ns() / 1000000u);
+	/* two tables' worth but one, all at now (the first table turned early
+	 * when it was full: the second holds the rest) */
+	for (unsigned i = 0; i < 65535; i++) {
+		assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/f", NULL, now, sig,
+					       sizeof(sig)),
+				 0);
+		if (i == 0)
+			memcpy(first, sig, sizeof(first));
+		assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/f", NULL, now, from), 0);
+	}
+	/* positive control: the first nonce is still known */
+	assert_int_equal(cluster__verify(&b, first, "GET", "/v1/f", NULL, now, from), -EALREADY);
+	/* the second table full too */
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/f", NULL, now, sig, sizeof(sig)), 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/f", NULL, now, from), 0);
+	/* the next one turns the tables early, dropping the first table: a
+	 * signature of that time is refused from now on (the floor) ... */
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/f", NULL, now, sig, sizeof(sig)), 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/f", NULL, now, from), -ETIME);
+	/* ... the first nonce's replay included, though it is forgotten */
+	assert_int_equal(cluster__verify(&b, first, "GET", "/v1/f", NULL, now, from), -ETIME);
+	assert_int_equal(cluster__sign(&a, "node-b", "GET", "/v1/f", NULL, now + 1, sig, sizeof(sig)),
+			 0);
+	assert_int_equal(cluster__verify(&b, sig, "GET", "/v1/f", NULL, now + 1, from), 0);
+	drop_cluster(&a), drop_cluster(&b);
+}
+
+static void sealed_records(void **state)
+{
+	(void)state;
+	const unsigned char *k1 = (const unsigned char *)"0123456789abcdef0123";
+	const unsigned char *k2 = (const unsigned char *)"X123456789abcdef0123";
+	const char *key = "/pandastack/keys/00aa";
+	struct key_row kr = {.admin = 1, .created_at_ms = 5};
+	snprintf(kr.id, sizeof(kr.id), "key_0123456789abcdef");
+	snprintf(kr.name, sizeof(kr.name), "ops");
+	snprintf(kr.team, sizeof(kr.team), "t");
+	char *text = cluster_key_encode(&kr);
+	assert_non_null(text);
+	char *v = cluster_seal(k1, 20, key, text);
+	assert_non_null(v);
+	/* it is still one JSON object, the record's fields and "sig" */
+	assert_true(strncmp(v, text, strlen(text) - 1) == 0);
+	assert_int_equal(strlen(v), strlen(text) + strlen(",\"sig\":\"\"") + 64);
+	json_t *o = etcd_json_object(v, strlen(v), 4096);
+	assert_non_null(o);
+	assert_int_equal(json_string_length(json_object_get(o, "sig")), 64);
+	json_decref(o);
+	/* positive control: it opens with the same secret and key */
+	assert_int_equal(cluster_unseal(k1, 20, key, v, strlen(v)), 0);
+	/* not with another secret, another key, or any byte changed */
+	assert_int_equal(cluster_unseal(k2, 20, key, v, strlen(v)), -EBADMSG);
+	assert_int_equal(cluster_unseal(k1, 20, "/pandastack/keys/00ab", v, strlen(v)), -EBADMSG);
+	for (size_t i = 0; i < strlen(v); i++) {
+		char *w = strdup(v);
+		w[i] ^= 0x01;
+		assert_int_equal(cluster_unseal(k1, 20, key, w, strlen(w)), -EBADMSG);
+		free(w);
+	}
+	/* a record as an older version (or anyone) wrote it: no seal */
+	assert_int_equal(cluster_unseal(k1, 20, key, text, strlen(text)), -EBADMSG);
+	/* cut short, or grown */
+	assert_int_equal(cluster_unseal(k1, 20, key, v, strlen(v) - 1), -EBADMSG);
+	assert_int_equal(cluster_unseal(k1, 20, key, "", 0), -EBADMSG);
+	assert_int_equal(cluster_unseal(k1, 20, key, NULL, 0), -EBADMSG);
+	/* an "admin" added in front of the seal breaks it */
+	char *grown = NULL;
+	assert_true(asprintf(&grown, "{\"admin\":true,%s", v + 1) > 0);
+	assert_int_equal(cluster_unseal(k1, 20, key, grown, strlen(grown)), -EBADMSG);
+	free(grown);
+	/* the decoders read a sealed record as the record */
+	struct key_row back;
+	assert_int_equal(cluster_key_decode(v, strlen(v), &back), 0);
+	assert_string_equal(back.id, kr.id);
+	assert_true(back.admin);
+	free(v);
+	free(text);
+	/* only objects are sealed */
+	assert_null(cluster_seal(k1, 20, key, "[]"));
+	assert_null(cluster_seal(k1, 20, key, "{}"));
+	assert_null(cluster_seal(k1, 20, key, NULL));
 }
 
 /* A node entry as set_nodes keeps it: its record and this daemon's notes. */
@@ -358,6 +542,8 @@ int main(void)
 		cmocka_unit_test(range_answers),  cmocka_unit_test(txn_lease_watch),
 		cmocka_unit_test(prefix_end),     cmocka_unit_test(node_records),
 		cmocka_unit_test(sandbox_and_key_records), cmocka_unit_test(signatures),
+		cmocka_unit_test(replays),        cmocka_unit_test(replay_cache_full),
+		cmocka_unit_test(sealed_records),
 		cmocka_unit_test(placed_creates_carry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

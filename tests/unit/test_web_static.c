@@ -1,18 +1,44 @@
 /*
  * test_web_static.c - the dashboard's file names (web_static.c): which
- * names are served, their content types, which are cached for good, and the
- * two dashboard routes in the route table.
+ * names are served, their content types, which are cached for good, the
+ * nonce its pages' script tags get, and the two dashboard routes in the
+ * route table.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "daemon/route.h"
 #include "daemon/web_static.h"
+
+static void nonce(void **state)
+{
+	(void)state;
+	const char *html = "<head><script src=\"/ui/app.js\" defer></script>\n"
+			   "<SCRIPT>x</SCRIPT><scripts><script/></head><p>&lt;script</p><script";
+	size_t n = 0;
+	char *out = web_static_add_nonce(html, strlen(html), "bm9uY2U=", &n);
+	assert_non_null(out);
+	assert_int_equal(n, strlen(out));
+	assert_string_equal(out, "<head><script nonce=\"bm9uY2U=\" src=\"/ui/app.js\" defer>"
+				 "</script>\n<SCRIPT nonce=\"bm9uY2U=\">x</SCRIPT><scripts>"
+				 "<script nonce=\"bm9uY2U=\"/></head><p>&lt;script</p>"
+				 "<script nonce=\"bm9uY2U=\"");
+	free(out);
+	/* nothing to add: the page as it is */
+	out = web_static_add_nonce("<p>hi</p>", 9, "n", &n);
+	assert_string_equal(out, "<p>hi</p>");
+	assert_int_equal(n, 9);
+	free(out);
+	out = web_static_add_nonce("", 0, "n", &n);
+	assert_string_equal(out, "");
+	free(out);
+}
 
 static void names(void **state)
 {
@@ -87,6 +113,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names),
+		cmocka_unit_test(nonce),
 		cmocka_unit_test(types),
 		cmocka_unit_test(caching),
 		cmocka_unit_test(routes),

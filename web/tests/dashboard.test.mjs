@@ -7,7 +7,9 @@
 //   from the page; a matplotlib chart renders as an <img> wider than 100 px;
 //   a DataFrame renders as a table with its values (in the sandboxed frame);
 //   1/0 shows the ZeroDivisionError traceback; HTML and Markdown carrying
-//   script run nothing in the dashboard's origin (with positive controls);
+//   script run nothing in the dashboard's origin (with positive controls); a
+//   script of the daemon's origin runs only with the page's nonce (what a
+//   sandbox serves on the path form shares that origin);
 //   a file uploaded in the file browser reads back with cat in the shell;
 //   killing the sandbox from its page changes its status without a reload;
 //   the metrics page draws its charts; sign out forgets the key.
@@ -258,6 +260,48 @@ test('HTML and Markdown from the sandbox run nothing in the dashboard', { timeou
   assert.equal(await page.locator('script').count(), 1, 'no script element was added to the dashboard');
   // and the frame's own policy is what stopped the handler
   assert.ok(frameRefusals.slice(refusedBefore).some((m) => /inline event handler/.test(m)), frameRefusals.join('\n'));
+});
+
+test('a script of the daemon\'s origin runs only with the page\'s nonce', { timeout: STEP_MS }, async () => {
+  // A sandbox's exposed port is served on the daemon's origin (the path form,
+  // /v1/sandboxes/{id}/ports/{port}/...): 'self' would let its scripts run as
+  // the dashboard's.  The probe: a script element for a file of this origin
+  // (the frame's bundle, harmless in this page), once without the nonce the
+  // page's own script carries and once with it.
+  const dir = process.env.PANDASTACK_WEB_DIR ?? path.join(repo, 'build', 'web');
+  const frameJs = readdirSync(dir).find((x) => /^frame\.[A-Z0-9]{8}\.js$/.test(x));
+  assert.ok(frameJs, `the frame's bundle in ${dir}`);
+  const probe = (withNonce) => page.evaluate(([src, withNonce]) => new Promise((resolve) => {
+    const url = new URL(src, location.href).href;
+    const s = document.createElement('script');
+    s.dataset.probe = '1';
+    const onViolation = (e) => { if (e.blockedURI === url) resolve(`refused by ${e.effectiveDirective}`); };
+    document.addEventListener('securitypolicyviolation', onViolation);
+    if (withNonce) s.nonce = document.querySelector('script').nonce;
+    s.onload = () => resolve('ran');
+    s.onerror = () => setTimeout(() => resolve('error'), 500); // the violation event comes first
+    s.src = src;
+    document.head.append(s);
+    setTimeout(() => resolve('nothing'), 10_000);
+  }).finally(() => document.querySelectorAll('script[data-probe]').forEach((e) => e.remove())),
+  [`/ui/${frameJs}?probe=${withNonce ? 1 : 0}`, withNonce]);
+  // the page's own script carries a nonce the browser keeps
+  assert.ok(await page.evaluate(() => document.querySelector('script').nonce.length >= 16));
+  // positive control: with the nonce the script runs, so the probe sees a run
+  assert.equal(await probe(true), 'ran');
+  // Chromium says so on the console ("Refused to load the script" or, in
+  // newer versions, "Loading the script ... violates"): expected here
+  const refusal = /(Refused to load|Loading) the script '[^']*probe=0/;
+  allowed = refusal;
+  try {
+    assert.match(await probe(false), /^refused by script-src(-elem)?$/);
+    const until = Date.now() + 5000;
+    while (!expected.some((m) => refusal.test(m)) && Date.now() < until)
+      await page.waitForTimeout(100);
+  } finally {
+    allowed = null;
+  }
+  assert.ok(expected.some((m) => refusal.test(m)), expected.join('\n'));
 });
 
 test('a file uploaded in the file browser reads back with cat', { timeout: STEP_MS }, async () => {
