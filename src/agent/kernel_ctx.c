@@ -537,6 +537,11 @@ int kernel_note_exit(pid_t pid, int status)
 	return kernel_proc_note_exit(pid, status);
 }
 
+int kernel__marked(struct kernel_ctx *c)
+{
+	return c->mark[0] && access(c->mark, F_OK) == 0;
+}
+
 int kernel_reseed_all(const char *sandbox_id)
 {
 	int n = 0;

@@ -272,7 +272,8 @@ char *kernel__code_reseed(const char *sandbox_id);
 char *kernel__code_setup(const char *cwd, char *const *env_added);
 
 /*
- * After a restore (kernel_restore.c).
+ * After a restore (the barrier: kernel_restore.c; marked: kernel_ctx.c;
+ * restore_check: kernel_thread.c).
  *   KERNEL_RESTORE_MARK - the file pandastack_restore leaves in the
  *               kernel's private folder (PANDASTACK_KERNEL_DIR) while
  *               functions are registered

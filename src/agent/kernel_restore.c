@@ -1,7 +1,9 @@
 /*
- * kernel_restore.c - the kernels' part of a restore that hands a sandbox
- * out (kernel.h, kernel_reseed_all): the barrier the restore op waits on,
- * and each context's check for functions registered with pandastack_restore.
+ * kernel_restore.c - the barrier a restore that hands a sandbox out waits
+ * on (kernel.h, kernel_reseed_all): which contexts still run their
+ * after-restore job, and how those that ran fared.  Each context's own step
+ * (kernel__restore_check) lives with its client thread (kernel_thread.c);
+ * this file calls no other part of the kernels.
  *
  * The barrier: kernel_reseed_all begins a generation and counts every
  * context whose kernel left the mark (the others are not woken: their
@@ -126,44 +128,4 @@ void kernel_restore_status(struct kernel_restore_status *out)
 	}
 	out->errors = a;
 	pthread_mutex_unlock(&mu);
-}
-
-int kernel__marked(struct kernel_ctx *c)
-{
-	return c->mark[0] && access(c->mark, F_OK) == 0;
-}
-
-void kernel__restore_check(struct kernel_ctx *c)
-{
-	pthread_mutex_lock(&c->mu);
-	uint64_t gen = c->restore_gen;
-	char sid[sizeof(c->reseed_sid)];
-	memcpy(sid, c->reseed_sid, sizeof(sid));
-	c->restore_gen = 0;
-	pthread_mutex_unlock(&c->mu);
-	if (!gen)
-		return;
-	pid_t pid = c->proc.pid;
-	/* a kernel starting now seeds itself and has registered nothing */
-	if (c->st != KS_READY) {
-		kernel__restore_done(gen, pid, 0, NULL);
-		return;
-	}
-	char *code = kernel__code_reseed(sid[0] ? sid : NULL);
-	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "after-restore", code,
-						      strlen(code), KERNEL_RESTORE_HOOKS_MS)
-				    : NULL;
-	free(code);
-	if (!j) {
-		kernel__restore_done(gen, pid, 0, "out of memory");
-		/* as reseed_if_due: no code on generators a clone shares */
-		kernel__kill(c, "out of memory while reseeding the kernel");
-		return;
-	}
-	j->restore_gen = gen;
-	pthread_mutex_lock(&c->mu);
-	kernel__push_front_locked(c, j);
-	c->reseed_due = 0; /* the job reseeds */
-	pthread_mutex_unlock(&c->mu);
-	log_kv(LOG_INFO, "kernel.after_restore", "pid=%ld", (long)pid);
 }

@@ -196,6 +196,41 @@ static void teardown(struct kernel_ctx *c)
 	log_kv(LOG_DEBUG, "kernel.destroyed", "dir=%s", c->dir);
 }
 
+void kernel__restore_check(struct kernel_ctx *c)
+{
+	pthread_mutex_lock(&c->mu);
+	uint64_t gen = c->restore_gen;
+	char sid[sizeof(c->reseed_sid)];
+	memcpy(sid, c->reseed_sid, sizeof(sid));
+	c->restore_gen = 0;
+	pthread_mutex_unlock(&c->mu);
+	if (!gen)
+		return;
+	pid_t pid = c->proc.pid;
+	/* a kernel starting now seeds itself and has registered nothing */
+	if (c->st != KS_READY) {
+		kernel__restore_done(gen, pid, 0, NULL);
+		return;
+	}
+	char *code = kernel__code_reseed(sid[0] ? sid : NULL);
+	struct kernel_job *j = code ? kernel__job_new(JOB_SETUP, "after-restore", code,
+						      strlen(code), KERNEL_RESTORE_HOOKS_MS)
+				    : NULL;
+	free(code);
+	if (!j) {
+		kernel__restore_done(gen, pid, 0, "out of memory");
+		/* as reseed_if_due: no code on generators a clone shares */
+		kernel__kill(c, "out of memory while reseeding the kernel");
+		return;
+	}
+	j->restore_gen = gen;
+	pthread_mutex_lock(&c->mu);
+	kernel__push_front_locked(c, j);
+	c->reseed_due = 0; /* the job reseeds */
+	pthread_mutex_unlock(&c->mu);
+	log_kv(LOG_INFO, "kernel.after_restore", "pid=%ld", (long)pid);
+}
+
 void *kernel__thread_main(void *arg)
 {
 	struct kernel_ctx *c = arg;
