@@ -58,6 +58,7 @@ AGENT_SRC  := $(filter-out src/agent/main.c,$(wildcard src/agent/*.c))
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 CLI_SRC    := $(filter-out src/cli/main.c,$(wildcard src/cli/*.c))
 MCP_SRC    := $(wildcard src/mcp/*.c)
+CLIENT_SRC := $(wildcard src/client/*.c)
 
 obj = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(1))
 
@@ -67,6 +68,7 @@ LIB_AGENT  := $(BUILD)/libagent.a
 LIB_DAEMON := $(BUILD)/libdaemon.a
 LIB_CLI    := $(BUILD)/libcli.a
 LIB_MCP    := $(BUILD)/libmcp.a
+LIB_CLIENT := $(BUILD)/libclient.a
 
 # The agent is static: it is PID 1 in an initramfs with no libraries.
 # libzmq.a references GSSAPI symbols it only uses when asked to; the agent
@@ -98,6 +100,7 @@ $(LIB_AGENT):  $(call obj,$(AGENT_SRC))
 $(LIB_DAEMON): $(call obj,$(DAEMON_SRC))
 $(LIB_CLI):    $(call obj,$(CLI_SRC))
 $(LIB_MCP):    $(call obj,$(MCP_SRC))
+$(LIB_CLIENT): $(call obj,$(CLIENT_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -107,7 +110,8 @@ $(BUILD)/obj/empty.o:
 	@mkdir -p $(dir $@)
 	echo 'typedef int pandastack_empty_unit;' | $(CC) -x c -c - -o $@
 
-$(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP): | $(BUILD)/obj/empty.o
+$(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP) $(LIB_CLIENT): \
+    | $(BUILD)/obj/empty.o
 
 # gssapi_absent.o is named as an object, not taken from libagent.a: the
 # archive is scanned before libzmq.a asks for the GSSAPI symbols.
@@ -120,16 +124,16 @@ $(BUILD)/pandastack-agent: $(call obj,src/agent/main.c) $(call obj,src/agent/gss
 $(BUILD)/pandastack-agent-dyn: $(call obj,src/agent/main.c) $(LIB_AGENT) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljansson -lzmq -lcrypto -lpthread -lm
 
-# POST /mcp serves the MCP core (libmcp) whose backend is the REST client of
-# libcli, pointed back at the daemon itself (src/daemon/api_mcp.c says why).
+# POST /mcp serves the MCP core (libmcp) whose backend is the REST client
+# (libclient), pointed back at the daemon itself (src/daemon/api_mcp.c says why).
 $(BUILD)/pandastackd: $(call obj,src/daemon/main.c) $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_MCP) \
-                      $(LIB_CLI) $(LIB_COMMON)
+                      $(LIB_CLIENT) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
-# The MCP server (libmcp) is `pandastack mcp`; its REST backend calls the CLI's
-# HTTP client back in libcli, hence libcli on both sides of it.
-$(BUILD)/pandastack: $(call obj,src/cli/main.c) $(LIB_CLI) $(LIB_MCP) $(LIB_COMMON)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB_CLI) $(LIB_MCP) $(LIB_CLI) $(LIB_COMMON) $(HOST_LIBS)
+# The MCP server (libmcp) is `pandastack mcp`; the CLI and the MCP server's
+# REST backend share the REST client (libclient).
+$(BUILD)/pandastack: $(call obj,src/cli/main.c) $(LIB_CLI) $(LIB_MCP) $(LIB_CLIENT) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 # The engine's operator tool (bake, bake-all, smoke, accel).
 ENGINE_LIBS := $(HOST_LIBS)
@@ -338,10 +342,10 @@ conformance-python: $(BUILD)/pandastackd
 # Each unit test and fuzz target links only the libraries of the module it
 # tests (and libcommon), never all of them: a test cannot then resolve a symbol
 # from a library it does not test.  Which libraries, by the test's name:
-#   test_cli_*  fuzz_cli*                            libcli
-#   test_mcp_*  fuzz_mcp*                            libmcp libcli (its REST backend)
+#   test_cli_*  fuzz_cli*                            libcli libclient
+#   test_mcp_*  fuzz_mcp*                            libmcp libclient (its REST backend)
 #   test_daemon_*  test_web_*  test_net_*  fuzz_api_*  fuzz_net_*
-#                                                    libdaemon libengine libmcp libcli
+#                                                    libdaemon libengine libmcp libclient
 #   test_cluster_*  fuzz_cluster_*                   (the same)
 #                                                    (POST /mcp serves the MCP core)
 #   test_agent_* (the host's agent client against the agent binary),
@@ -355,7 +359,8 @@ conformance-python: $(BUILD)/pandastackd
 TESTS_OF_DAEMON := test_daemon_% test_web_% test_net_% fuzz_api_% fuzz_net_% \
                    test_cluster_% fuzz_cluster_%
 TESTS_OF_MCP    := test_mcp_% fuzz_mcp% $(TESTS_OF_DAEMON)
-TESTS_OF_CLI    := test_cli_% fuzz_cli% $(TESTS_OF_MCP)
+TESTS_OF_CLI    := test_cli_% fuzz_cli%
+TESTS_OF_CLIENT := $(TESTS_OF_CLI) $(TESTS_OF_MCP)
 TESTS_OF_ENGINE := test_agent_% test_guest_% test_qmp% test_qemu_% test_spawn% test_netslot% fuzz_qmp% \
                    fuzz_engine_% test_snapshot_% \
                    $(TESTS_OF_DAEMON)
@@ -364,8 +369,9 @@ TESTS_OF_AGENT  := test_jupyter_% test_kernel% test_netconf% fuzz_agent_% fuzz_j
 test_libs = $(strip $(if $(filter $(TESTS_OF_DAEMON),$1),$2/libdaemon.a) \
                     $(if $(filter $(TESTS_OF_ENGINE),$1),$2/libengine.a) \
                     $(if $(filter $(TESTS_OF_AGENT),$1),$2/libagent.a) \
+                    $(if $(filter $(TESTS_OF_CLI),$1),$2/libcli.a) \
                     $(if $(filter $(TESTS_OF_MCP),$1),$2/libmcp.a) \
-                    $(if $(filter $(TESTS_OF_CLI),$1),$2/libcli.a) $2/libcommon.a)
+                    $(if $(filter $(TESTS_OF_CLIENT),$1),$2/libclient.a) $2/libcommon.a)
 TEST_EXTERNAL_LIBS := -lzmq $(HOST_LIBS)
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
@@ -418,7 +424,7 @@ fuzz: fuzz-build
 # --- what to run before a commit (no root, no guest) --------------------------
 # The programs link different sets of the libraries, so a global symbol defined
 # twice would not always fail a link: check-symbols fails on it instead.
-LIBS := $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP)
+LIBS := $(LIB_COMMON) $(LIB_ENGINE) $(LIB_AGENT) $(LIB_DAEMON) $(LIB_CLI) $(LIB_MCP) $(LIB_CLIENT)
 .PHONY: check-symbols
 check-symbols: $(LIBS)
 	@nm -A -g --defined-only $^ | awk 'NF == 3 { n[$$3]++; where[$$3] = where[$$3] " " $$1 } \

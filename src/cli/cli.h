@@ -20,9 +20,9 @@
 
 #include <jansson.h>
 
-#include "cli/client.h"
+#include "client/client.h"
 #include "cli/args.h"
-#include "cli/urlpath.h"
+#include "client/urlpath.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_API 1

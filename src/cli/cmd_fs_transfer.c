@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/client_transfer.h"
+#include "client/client_transfer.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "cli/client.h"
+#include "client/client.h"
 
 #define OUT_CELL_MAX 512 /* bytes of one table cell or value shown */
 

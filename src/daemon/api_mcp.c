@@ -45,7 +45,7 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 
-#include "cli/client.h"
+#include "client/client.h"
 #include "common/log.h"
 #include "daemon/api.h"
 #include "daemon/api_mcp_sessions.h"

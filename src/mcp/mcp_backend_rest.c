@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cli/client_transfer.h"
-#include "cli/urlpath.h"
+#include "client/client_transfer.h"
+#include "client/urlpath.h"
 #include "common/util.h"
 
 static int fail(struct mcp_fail *f, int e, const struct client_error *err)

@@ -1,7 +1,7 @@
 /*
  * mcp_backend_rest.h - the MCP backend (mcp_backend.h) on PandaStack's
- * REST API, through the CLI's HTTP client (cli/client.h,
- * cli/client_transfer.h): each operation is one API call with the client's
+ * REST API, through the shared REST client (client/client.h,
+ * client/client_transfer.h): each operation is one API call with the client's
  * key, so a tool sees exactly the routes, checks, team boundaries, limits
  * and errors of every other client.  `pandastack mcp` gives it the user's
  * PANDASTACK_API_URL and PANDASTACK_API_KEY; the daemon's POST /mcp gives
@@ -16,7 +16,7 @@
 #ifndef PANDASTACK_MCP_BACKEND_REST_H
 #define PANDASTACK_MCP_BACKEND_REST_H
 
-#include "cli/client.h"
+#include "client/client.h"
 #include "mcp/mcp_backend.h"
 
 /* mcp_backend_rest - fill *b with the REST operations on client c

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "cli/args.h"
-#include "cli/urlpath.h"
+#include "client/urlpath.h"
 
 /* A spec like `sandbox exec`: ID, value/repeat/bool flags, trailing CMD. */
 static const struct arg_flag exec_flags[] = {

@@ -11,12 +11,12 @@
  *
  * Threads: as client.h.
  */
-#ifndef PANDASTACK_CLI_CLIENT_TRANSFER_H
-#define PANDASTACK_CLI_CLIENT_TRANSFER_H
+#ifndef PANDASTACK_CLIENT_CLIENT_TRANSFER_H
+#define PANDASTACK_CLIENT_CLIENT_TRANSFER_H
 
 #include <stdint.h>
 
-#include "cli/client.h"
+#include "client/client.h"
 
 #define CLIENT_ERROR_BODY_MAX (64 * 1024) /* bytes of an error answer kept by a download */
 

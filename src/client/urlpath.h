@@ -15,8 +15,8 @@
  * Errors stick: after the first failure the builder ignores further calls
  * and urlpath_status reports it.  Threads: any (no shared state).
  */
-#ifndef PANDASTACK_CLI_URLPATH_H
-#define PANDASTACK_CLI_URLPATH_H
+#ifndef PANDASTACK_CLIENT_URLPATH_H
+#define PANDASTACK_CLIENT_URLPATH_H
 
 #include <stddef.h>
 

@@ -4,15 +4,15 @@
  * Not for commands; they use client.h and client_transfer.h.
  * Threads: as client.h (one thread per client).
  */
-#ifndef PANDASTACK_CLI_CLIENT_INT_H
-#define PANDASTACK_CLI_CLIENT_INT_H
+#ifndef PANDASTACK_CLIENT_CLIENT_INT_H
+#define PANDASTACK_CLIENT_CLIENT_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <curl/curl.h>
 
-#include "cli/client.h"
+#include "client/client.h"
 #include "common/dynbuf.h"
 
 struct client {

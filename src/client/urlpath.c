@@ -1,7 +1,7 @@
 /*
  * urlpath.c - percent-encoded API paths and queries (see urlpath.h).
  */
-#include "cli/urlpath.h"
+#include "client/urlpath.h"
 
 #include <errno.h>
 #include <limits.h>

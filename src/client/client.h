@@ -1,8 +1,9 @@
 /*
- * client.h - the CLI's client of the PandaStack REST API (docs/api.md)
- * on libcurl and jansson: one request with an optional JSON body in, the
- * parsed JSON answer or a typed error out.  Streamed file transfers are in
- * client_transfer.h.
+ * client.h - the client of the PandaStack REST API (docs/api.md) on libcurl
+ * and jansson that the CLI, the MCP server (`pandastack mcp`) and the
+ * daemon's own POST /mcp share: one request with an optional JSON body in,
+ * the parsed JSON answer or a typed error out.  Streamed file transfers are
+ * in client_transfer.h.
  *
  * Every request carries "Authorization: Bearer <key>".  Only http and https
  * are spoken, redirects are not followed (the key must not travel to
@@ -23,14 +24,14 @@
  *   -EFBIG         the answer passed CLIENT_RESPONSE_MAX
  *   -EBADMSG       a 2xx answer that is not JSON
  *   -ENOMEM
- * err->message is the server's text, unsanitised: print it through
- * out_sanitize (output.h).
+ * err->message is the server's text, unsanitised: a caller that prints it
+ * sanitises it first (the CLI: out_sanitize, cli/output.h).
  *
  * Threads: a client belongs to one thread at a time; client_new calls
  * curl_global_init, so make the first client before starting threads.
  */
-#ifndef PANDASTACK_CLI_CLIENT_H
-#define PANDASTACK_CLI_CLIENT_H
+#ifndef PANDASTACK_CLIENT_CLIENT_H
+#define PANDASTACK_CLIENT_CLIENT_H
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  * client.h), and the request set-up and error mapping that
  * client_transfer.c shares (client_int.h).
  */
-#include "cli/client.h"
+#include "client/client.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/client_int.h"
-#include "cli/urlpath.h"
+#include "client/client_int.h"
+#include "client/urlpath.h"
 #include "common/log.h"
 #include "common/util.h"
 

@@ -2,14 +2,14 @@
  * client_transfer.c - streamed uploads and downloads over libcurl (see
  * client_transfer.h).
  */
-#include "cli/client_transfer.h"
+#include "client/client_transfer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/client_int.h"
+#include "client/client_int.h"
 #include "common/util.h"
 
 struct progress_cb {
