@@ -325,3 +325,15 @@ int util_write_file(const char *path, const void *buf, size_t len, unsigned mode
 		unlink(tmp);
 	return err;
 }
+
+void util_iso_time(int64_t ms, char out[32])
+{
+	if (ms < 0)
+		ms = 0;
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	char date[24];
+	if (!gmtime_r(&s, &tm) || strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(date, sizeof(date), "1970-01-01T00:00:00");
+	snprintf(out, 32, "%.19s.%03uZ", date, (unsigned)(ms % 1000));
+}

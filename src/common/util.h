@@ -88,4 +88,8 @@ ssize_t util_read_full(int fd, void *buf, size_t n);
  * system can).  0; -EIO when in ends first; -errno. */
 int util_copy_range(int in, int out, uint64_t len);
 
+/* util_iso_time - wall-clock ms since the epoch as "2026-11-30T02:18:52.123Z"
+ * (UTC; out: 32 bytes; a negative ms is the epoch).  Any thread. */
+void util_iso_time(int64_t ms, char out[32]);
+
 #endif

@@ -147,22 +147,10 @@ void api_ports_end(struct http_req *r);
 
 /* ---- shared helpers (api_common.c) --------------------------------------- */
 
-/* api_iso_time - wall-clock ms as "2026-11-30T02:18:52.123Z" (out: 32 bytes). */
-void api_iso_time(int64_t ms, char out[32]);
-
-/* api_sandbox_json - the API's sandbox object for row (new reference, NULL
- * when out of memory).  Env values are never shown. */
-json_t *api_sandbox_json(const struct sandbox_row *row);
-
-/* api_sandbox_json_full - api_sandbox_json with what only the answers about
- * one sandbox show its team (create, GET /v1/sandboxes/{id}): its ports'
- * access_token and the daemon's proxy_domain (docs/network.md). */
+/* api_sandbox_json_full - sandbox_json (sandbox_json.h) with what only the
+ * answers about one sandbox show its team (create, GET /v1/sandboxes/{id}):
+ * its ports' access_token and the daemon's proxy_domain (docs/network.md). */
 json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row);
-
-/* api_network_json - the row's network settings: its policy object (the
- * default policy's for a row without one) and public_ports (new reference;
- * NULL when out of memory). */
-json_t *api_network_json(const struct sandbox_row *row);
 
 /*
  * api_sandbox_row - the stored row of the request's {id} (any status) for

@@ -69,7 +69,7 @@ static json_t *time_or_null(json_t *g, const char *k)
 	    json_integer_value(v) > API_COMMAND_MS_MAX)
 		return json_null();
 	char t[32];
-	api_iso_time((int64_t)json_integer_value(v), t);
+	util_iso_time((int64_t)json_integer_value(v), t);
 	return json_string(t);
 }
 

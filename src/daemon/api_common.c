@@ -1,76 +1,20 @@
 /*
- * api_common.c - helpers the API handlers share (see api.h).
+ * api_common.c - what every sandbox route shares (see api.h): finding the
+ * request's sandbox, the answers about it, and the agent's errors as API
+ * errors.
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/utf8.h"
 #include "daemon/api.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
-#include "daemon/net_policy.h"
-#include "engine/guest_run.h"
-
-void api_iso_time(int64_t ms, char out[32])
-{
-	if (ms < 0)
-		ms = 0;
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	char date[24];
-	if (!gmtime_r(&s, &tm) || strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		snprintf(date, sizeof(date), "1970-01-01T00:00:00");
-	snprintf(out, 32, "%.19s.%03uZ", date, (unsigned)(ms % 1000));
-}
-
-json_t *api_network_json(const struct sandbox_row *row)
-{
-	json_t *n = json_loads(row->network_json ? row->network_json : "{}", 0, NULL);
-	if (!json_is_object(n) || json_object_size(n) == 0) {
-		json_decref(n);
-		n = json_pack("{s:s, s:[], s:[]}", "egress", "allow", "allow_out", "deny_out");
-	}
-	if (n && (json_object_set_new(n, "public_ports", json_boolean(row->public_ports)) < 0 ||
-		  net_policy_add_notes(n) < 0)) {
-		json_decref(n);
-		n = NULL;
-	}
-	return n;
-}
-
-json_t *api_sandbox_json(const struct sandbox_row *row)
-{
-	char created[32], expires[32], ended[32];
-	api_iso_time(row->created_at_ms, created);
-	api_iso_time(row->expires_at_ms, expires);
-	api_iso_time(row->ended_at_ms, ended);
-	json_t *meta = json_loads(row->metadata_json ? row->metadata_json : "{}", 0, NULL);
-	if (!json_is_object(meta)) {
-		json_decref(meta);
-		meta = json_object();
-	}
-	int running = !strcmp(row->status, "running") || !strcmp(row->status, "paused") ||
-		      !strcmp(row->status, "lost");
-	json_t *net = api_network_json(row);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id",
-			 row->id, "template", row->template_name, "status", row->status, "reason",
-			 row->reason[0] ? utf8_json_lossy(row->reason, strlen(row->reason))
-					: json_null(),
-			 "created_at", created, "expires_at", expires, "ended_at",
-			 running ? json_null() : json_string(ended), "vcpus",
-			 row->vcpus ? json_integer(row->vcpus) : json_null(), "memory_mib",
-			 row->memory_mib ? json_integer(row->memory_mib) : json_null(),
-			 "metadata", meta ? meta : json_object(), "network", net ? net : json_object());
-	if (o)
-		json_object_set_new(o, "on_timeout",
-				    json_string(strcmp(row->on_timeout, "pause") ? "stop" : "pause"));
-	return o;
-}
+#include "daemon/sandbox_json.h"
 
 json_t *api_sandbox_json_full(struct http_req *r, const struct sandbox_row *row)
 {
-	json_t *o = api_sandbox_json(row);
+	json_t *o = sandbox_json(row);
 	const char *domain = r->d->cfg.proxy_domain;
 	if (o && (json_object_set_new(o, "access_token",
 				      row->access_token[0] ? json_string(row->access_token)
@@ -263,59 +207,3 @@ json_t *api_fs_entry_json(json_t *entry)
 	return o;
 }
 
-int64_t api_exec_timeout_ms(struct http_req *r, const struct exec_body *b)
-{
-	return b->has_timeout ? b->timeout_ms : r->d->cfg.exec_default_timeout_s * 1000;
-}
-
-json_t *api_exec_request(struct sbx *sb, const struct exec_body *b, int64_t timeout_ms,
-			 uint64_t output_cap)
-{
-	json_t *env = json_deep_copy(sbx_env(sb));
-	if (!env)
-		return NULL;
-	if (json_object_update(env, b->env) < 0) {
-		json_decref(env);
-		return NULL;
-	}
-	json_t *req = json_pack("{s:s, s:s, s:o, s:I, s:b, s:I}", "op", "exec", "cmd", b->cmd,
-				"env", env, "timeout_ms", (json_int_t)timeout_ms, "stdin",
-				b->stdin_data != NULL, "output_cap", (json_int_t)output_cap);
-	if (req && b->cwd)
-		json_object_set_new(req, "cwd", json_string(b->cwd));
-	return req;
-}
-
-/* An integer field of a guest object, or dflt when absent or out of range. */
-static int64_t int_field(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t dflt)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_integer(v))
-		return dflt;
-	json_int_t x = json_integer_value(v);
-	return x < lo || x > hi ? dflt : x;
-}
-
-json_t *api_exit_json(json_t *end, int64_t measured_ms)
-{
-	json_t *sig = json_object_get(end, "signal");
-	int64_t s = json_is_integer(sig) ? json_integer_value(sig) : 0;
-	return json_pack("{s:I, s:I, s:b, s:o, s:b, s:b}", "exit_code",
-			 (json_int_t)int_field(end, "exit_code", -1, 255, -1), "duration_ms",
-			 (json_int_t)int_field(end, "duration_ms", 0, INT64_MAX / 2, measured_ms),
-			 "timed_out", json_is_true(json_object_get(end, "timed_out")), "signal",
-			 s > 0 && s < 128 ? json_integer(s) : json_null(), "stdout_truncated",
-			 json_is_true(json_object_get(end, "stdout_truncated")), "stderr_truncated",
-			 json_is_true(json_object_get(end, "stderr_truncated")));
-}
-
-/* guest_run_collect's stop check: the client left. */
-static int client_gone(void *conn)
-{
-	return http_conn_gone(conn);
-}
-
-int api_collect(struct http_req *r, struct guest_run *x, struct guest_run_result *res)
-{
-	return guest_run_collect(x, res, API_POLL_MS, client_gone, r->conn);
-}

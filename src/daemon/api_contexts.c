@@ -75,7 +75,7 @@ static json_t *context_json(json_t *g, int64_t created_ms)
 		created_ms = json_is_integer(c) ? (int64_t)json_integer_value(c) : 0;
 	}
 	char created[32];
-	api_iso_time(created_ms, created);
+	util_iso_time(created_ms, created);
 	json_t *o = json_pack("{s:O, s:s, s:s}", "id", id, "language", "python", "created_at",
 			      created);
 	if (!o)

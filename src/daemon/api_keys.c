@@ -22,8 +22,8 @@
 static json_t *key_json(const struct key_row *k)
 {
 	char created[32], used[32];
-	api_iso_time(k->created_at_ms, created);
-	api_iso_time(k->last_used_at_ms, used);
+	util_iso_time(k->created_at_ms, created);
+	util_iso_time(k->last_used_at_ms, used);
 	return json_pack("{s:s, s:o, s:s, s:b, s:s, s:o}", "id", k->id, "name",
 			 utf8_json_lossy(k->name, strlen(k->name)), "team", k->team, "admin",
 			 k->admin, "created_at", created, "last_used_at",

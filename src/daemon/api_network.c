@@ -13,6 +13,7 @@
 #include "daemon/http_reply.h"
 #include "daemon/net.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_json.h"
 #include "daemon/store.h"
 
 /* PUTs one at a time: the stored and the enforced policy are the same one. */
@@ -23,7 +24,7 @@ void api_network_get(struct http_req *r)
 	struct sandbox_row row;
 	if (api_sandbox_row(r, &row) < 0)
 		return;
-	json_t *o = api_network_json(&row);
+	json_t *o = sandbox_network_json(&row);
 	sandbox_row_clear(&row);
 	http_reply_json(r, 200, o);
 }

@@ -11,6 +11,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_json.h"
 #include "daemon/store.h"
 
 #define MAX_META_FILTERS 32
@@ -137,7 +138,7 @@ void api_sandboxes_list(struct http_req *r)
 	json_t *arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
 		if (matches(&rows[i], &f))
-			json_array_append_new(arr, api_sandbox_json(&rows[i]));
+			json_array_append_new(arr, sandbox_json(&rows[i]));
 	sandbox_rows_free(rows, n);
 	http_reply_json(r, 200, arr ? json_pack("{s:o}", "sandboxes", arr) : NULL);
 }
@@ -189,7 +190,7 @@ void api_sandboxes_ttl(struct http_req *r)
 		http_reply_error(r, API_ERR_INTERNAL, "could not update the sandbox");
 		return;
 	}
-	json_t *o = api_sandbox_json(&row);
+	json_t *o = sandbox_json(&row);
 	sandbox_row_clear(&row);
 	http_reply_json(r, 200, o);
 }

@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "daemon/api.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/sandbox.h"
+#include "daemon/sandbox_json.h"
 #include "daemon/snapshots.h"
 #include "daemon/store.h"
 
@@ -32,7 +34,7 @@ static int visible(const struct snapshot_row *row, const char *team)
 static json_t *snapshot_json(const struct snapshot_row *row, int parent_shown)
 {
 	char created[32];
-	api_iso_time(row->created_at_ms, created);
+	util_iso_time(row->created_at_ms, created);
 	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "id", row->id, "sandbox_id",
 			 row->sandbox_id, "template", row->template_name, "created_at", created,
 			 "size_bytes", (json_int_t)row->size_bytes, "name",
@@ -194,7 +196,7 @@ static void pause_or_resume(struct http_req *r, int resume)
 		reply_sbx_err(r, &err);
 		return;
 	}
-	json_t *o = api_sandbox_json(&row);
+	json_t *o = sandbox_json(&row);
 	sandbox_row_clear(&row);
 	http_reply_json(r, 200, o);
 }

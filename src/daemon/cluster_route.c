@@ -17,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/body_caps.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "daemon/api.h"
 #include "daemon/cluster_int.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
+#include "daemon/request_body.h"
+#include "daemon/sandbox_json.h"
 
 /*
  * Records read lately, id -> text (c->records, at most RECORDS_CACHED): when
@@ -190,7 +192,7 @@ int cluster_route(struct cluster *c, struct http_req *r)
 		int is_delete = !strcmp(r->method, "DELETE") &&
 				!strcmp(r->route->pattern, "/v1/sandboxes/{id}");
 		if (is_get)
-			http_reply_json(r, 200, api_sandbox_json(&s.row));
+			http_reply_json(r, 200, sandbox_json(&s.row));
 		else if (is_delete)
 			delete_lost(c, r, &s, mod_rev);
 		else if (!strcmp(s.row.status, "lost"))

@@ -12,11 +12,8 @@
 
 #include "common/body_caps.h"
 #include "common/pip_index.h"
-#include "daemon/net_denied.h"
-#include "daemon/net_resolve.h"
-#include "daemon/origin.h"
-#include "daemon/request_body.h"
 #include "engine/jail.h"
+#include "engine/paths.h"
 #include "engine/template.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
@@ -432,23 +429,8 @@ int config_load(struct daemon_cfg *cfg, int argc, char **argv, char *err, size_t
 			snprintf(err, errlen, "--cluster-etcd-user holds a control character");
 			return -EINVAL;
 		}
-	char owhy[160];
-	if (origin_list_check(cfg->mcp_allowed_origins, owhy, sizeof(owhy)) < 0) {
-		snprintf(err, errlen, "--mcp-allowed-origins: %s", owhy);
-		return -EINVAL;
-	}
 	if ((uint64_t)cfg->jail_uid_first + cfg->jail_uid_count > 0xfffffffeu) {
 		snprintf(err, errlen, "--jail-uid-first + --jail-uid-count passes the largest uid");
-		return -EINVAL;
-	}
-	char why[160];
-	if (cfg->dns_upstream[0] && net_resolve_check_servers(cfg->dns_upstream, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "--dns-upstream: %s", why);
-		return -EINVAL;
-	}
-	struct net_cidr deny[NET_DENIED_EXTRA_MAX];
-	if (net_denied_parse_list(cfg->net_deny, deny, NET_DENIED_EXTRA_MAX, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "--net-deny: %s", why);
 		return -EINVAL;
 	}
 	if (!cfg->tls_cert[0] && !cfg->insecure_http && !config_host_is_loopback(cfg->listen_host)) {

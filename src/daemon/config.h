@@ -96,6 +96,13 @@ struct config_pool_size {
 	unsigned size;
 };
 
+/* Limits of request bodies that come from the configuration (request_body.h
+ * checks bodies against them; daemon.h keeps the daemon's). */
+struct body_limits {
+	int64_t max_ttl_seconds;          /* ttl_seconds must be 1..this */
+	int64_t max_exec_timeout_seconds; /* timeout_seconds must be 0..this */
+};
+
 struct daemon_cfg {
 	char listen_host[256];
 	unsigned listen_port;

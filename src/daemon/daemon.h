@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
-#include "daemon/request_body.h"
 #include "engine/accel.h"
 
 struct net;

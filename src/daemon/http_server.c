@@ -19,7 +19,6 @@
 #include "daemon/http_front.h"
 #include "daemon/http_head.h"
 #include "daemon/http_reply.h"
-#include "daemon/port_splice.h"
 #include "daemon/port_target.h"
 
 /* A body past its cap is read and dropped up to this much more, so the
@@ -686,12 +685,17 @@ int http_server_start(struct daemon *d, struct http_server **out, unsigned *port
 	return 0;
 }
 
+void http_server_quiesce(struct http_server *s)
+{
+	if (s)
+		http_front_stop(s->front);
+}
+
 void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
 	http_front_stop(s->front); /* nothing new reaches libmicrohttpd */
-	port_splice_stop_all(); /* libmicrohttpd must find no upgraded connection */
 	MHD_stop_daemon(s->mhd);
 	free_server(s);
 }

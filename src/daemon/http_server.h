@@ -92,7 +92,13 @@ struct http_gate {
 	int (*route)(void *arg, struct http_req *r);
 };
 
-/* http_server_stop - stop accepting, close connections, join threads. */
+/* http_server_quiesce - stop accepting; requests in flight go on.  Main
+ * thread.  NULL: nothing. */
+void http_server_quiesce(struct http_server *s);
+
+/* http_server_stop - stop accepting, close connections, join threads.  Every
+ * upgraded connection (WebSocket to a sandbox's port) must have been ended
+ * first (port_splice_stop_all): libmicrohttpd may not find one. */
 void http_server_stop(struct http_server *s);
 
 /* http_query - query parameter name of r (borrowed, URL-decoded), or NULL. */

@@ -34,6 +34,10 @@
 #include "daemon/http_server.h"
 #include "daemon/monitor.h"
 #include "daemon/net.h"
+#include "daemon/net_denied.h"
+#include "daemon/net_resolve.h"
+#include "daemon/origin.h"
+#include "daemon/port_splice.h"
 #include "daemon/route.h"
 #include "daemon/sandbox.h"
 #include "daemon/snapshots.h"
@@ -123,11 +127,36 @@ static int setup_jail(struct daemon *d)
 	return 0;
 }
 
+/*
+ * The options whose values another part of the daemon parses: checked by
+ * that part's own parser, here, before anything starts (config.c checks
+ * the rest).  Returns 0 or -EINVAL with the reason in err.
+ */
+static int check_parts_options(const struct daemon_cfg *cfg, char *err, size_t errlen)
+{
+	char why[160];
+	if (origin_list_check(cfg->mcp_allowed_origins, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--mcp-allowed-origins: %s", why);
+		return -EINVAL;
+	}
+	if (cfg->dns_upstream[0] && net_resolve_check_servers(cfg->dns_upstream, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--dns-upstream: %s", why);
+		return -EINVAL;
+	}
+	struct net_cidr deny[NET_DENIED_EXTRA_MAX];
+	if (net_denied_parse_list(cfg->net_deny, deny, NET_DENIED_EXTRA_MAX, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--net-deny: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct daemon d;
 	char err[1024] = "";
-	if (config_load(&d.cfg, argc, argv, err, sizeof(err)) < 0) {
+	if (config_load(&d.cfg, argc, argv, err, sizeof(err)) < 0 ||
+	    check_parts_options(&d.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pandastackd: %s\n", err);
 		return 2;
 	}
@@ -228,6 +257,8 @@ int main(int argc, char **argv)
 	int sig = 0;
 	sigwait(&stop_signals, &sig);
 	log_kv(LOG_INFO, "daemon.stopping", "signal=%d", sig);
+	http_server_quiesce(http); /* no new connection reaches the server */
+	port_splice_stop_all();    /* libmicrohttpd must find no upgraded connection */
 	http_server_stop(http);
 	cluster_stop(d.cluster);
 	api_mcp_free(d.mcp);

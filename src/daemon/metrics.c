@@ -42,8 +42,6 @@ static const char *const port_result_names[METRICS_PORT_N_RESULTS] = {
 	[METRICS_PORT_BAD_REQUEST] = "bad_request",
 };
 
-static atomic_uint_fast64_t net_refused[NET_REFUSAL_COUNT];
-
 /* Resolver answers by rcode (RFC 1035 4.1.1); anything else is "other". */
 static const char *const rcode_names[] = {"noerror", "formerr", "servfail",
 					  "nxdomain", "notimp", "refused"};
@@ -114,12 +112,6 @@ void metrics_port_bytes(uint64_t up, uint64_t down)
 	atomic_fetch_add(&port_bytes_down, down);
 }
 
-void metrics_net_refused(enum net_refusal r)
-{
-	if ((unsigned)r < NET_REFUSAL_COUNT)
-		atomic_fetch_add(&net_refused[r], 1);
-}
-
 void metrics_dns_answer(unsigned rcode)
 {
 	atomic_fetch_add(&dns_answers[rcode < N_RCODES ? rcode : N_RCODES], 1);
@@ -182,12 +174,6 @@ int metrics_write(FILE *f)
 		   "pandastack_port_bytes_total{direction=\"from_sandbox\"} %llu\n",
 		(unsigned long long)atomic_load(&port_bytes_up),
 		(unsigned long long)atomic_load(&port_bytes_down));
-	fprintf(f, "# HELP pandastack_net_refused_total Sandbox connections refused, by reason.\n"
-		   "# TYPE pandastack_net_refused_total counter\n");
-	for (unsigned i = 0; i < NET_REFUSAL_COUNT; i++)
-		fprintf(f, "pandastack_net_refused_total{reason=\"%s\"} %llu\n",
-			net_refusal_name((enum net_refusal)i),
-			(unsigned long long)atomic_load(&net_refused[i]));
 	fprintf(f, "# HELP pandastack_dns_answers_total Sandbox resolver answers, by code.\n"
 		   "# TYPE pandastack_dns_answers_total counter\n");
 	for (size_t i = 0; i <= N_RCODES; i++)

@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/net_policy.h"
 
 enum metrics_event {
 	METRICS_VM_DIED = 0,      /* a QEMU process exited on its own */
@@ -68,10 +67,6 @@ void metrics_exec(int64_t ms);
 
 /* metrics_event - count one event. */
 void metrics_event(enum metrics_event e);
-
-/* metrics_net_refused - count one connection the sandbox proxy refused
- * (or closed) for reason r. */
-void metrics_net_refused(enum net_refusal r);
 
 /* metrics_dns_answer - count one answer of the sandbox resolver with this
  * DNS rcode (net_dnsmsg.h). */

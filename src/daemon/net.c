@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -234,8 +235,23 @@ void net_stop(struct net *n)
 
 /* ---- metrics --------------------------------------------------------------------- */
 
+/* Connections refused, by reason, over all sandboxes of the host. */
+static atomic_uint_fast64_t refused_by_reason[NET_REFUSAL_COUNT];
+
+void net__count_refused(enum net_refusal r)
+{
+	if ((unsigned)r < NET_REFUSAL_COUNT)
+		atomic_fetch_add(&refused_by_reason[r], 1);
+}
+
 void net_metrics_write(struct net *n, FILE *f)
 {
+	fprintf(f, "# HELP pandastack_net_refused_total Sandbox connections refused, by reason.\n"
+		   "# TYPE pandastack_net_refused_total counter\n");
+	for (unsigned i = 0; i < NET_REFUSAL_COUNT; i++)
+		fprintf(f, "pandastack_net_refused_total{reason=\"%s\"} %llu\n",
+			net_refusal_name((enum net_refusal)i),
+			(unsigned long long)atomic_load(&refused_by_reason[i]));
 	static const struct {
 		const char *name, *type, *help;
 	} series[] = {

@@ -69,6 +69,11 @@ struct net {
 	struct net_box *boxes;
 };
 
+/* net__count_refused - count one connection the proxy refused (or closed)
+ * for reason r in the host-wide series (net.c: pandastack_net_refused_total
+ * of GET /metrics).  Any thread. */
+void net__count_refused(enum net_refusal r);
+
 /* ---- the proxy (net_proxy.c) -------------------------------------------- */
 
 /* net_proxy_start - accept on b->fd_proxy.  0 or -errno. */

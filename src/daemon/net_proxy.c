@@ -44,7 +44,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "daemon/metrics.h"
 #include "daemon/net_dnsmsg.h"
 #include "daemon/net_int.h"
 #include "daemon/net_sniff.h"
@@ -165,7 +164,7 @@ static int looks_http(const struct pbuf *p)
 
 static void refuse(struct net_pconn *c, enum net_refusal why)
 {
-	metrics_net_refused(why);
+	net__count_refused(why);
 	atomic_fetch_add(&c->b->st.refused, 1);
 	log_refusal(c, why);
 	if (c->http) {
@@ -562,7 +561,7 @@ static void accept_one(struct net_box *b, int fd)
 		return;
 	}
 	if (net->n_conns >= net->max_conns || b->n_conns >= net->max_conns_sandbox) {
-		metrics_net_refused(NET_REFUSAL_LIMIT);
+		net__count_refused(NET_REFUSAL_LIMIT);
 		atomic_fetch_add(&b->st.refused, 1);
 		set_rst(fd);
 		close(fd);
@@ -648,7 +647,7 @@ void net_proxy_recheck(struct net_box *b)
 			ok = net_policy_decide(b->policy, net->denied, c->dialed, c->name, now)
 				     .verdict != NET_REFUSE;
 		if (!ok) {
-			metrics_net_refused(NET_REFUSAL_POLICY_CHANGED);
+			net__count_refused(NET_REFUSAL_POLICY_CHANGED);
 			atomic_fetch_add(&b->st.refused, 1);
 			log_refusal(c, NET_REFUSAL_POLICY_CHANGED);
 			conn_close(c, 1);

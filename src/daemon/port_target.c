@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/body_caps.h"
 #include "common/util.h"
-#include "daemon/sandbox.h"
 
 #define PATH_PREFIX "/v1/sandboxes/"
 

@@ -76,20 +76,6 @@ static json_t *open_body(const char *buf, size_t len, const char *const *fields,
 	return root;
 }
 
-int body_check_name(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > BODY_NAME_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* "snap_" and 20 lowercase hex digits (snapshots.h's form; checked here
  * too so that the parser stays pure). */
 static int snapshot_id_form(const char *s)

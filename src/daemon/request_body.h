@@ -31,14 +31,9 @@
 #include "common/body_caps.h" /* BODY_*_MAX: the caps, shared with the CLI */
 #include "daemon/api_errors.h"
 #include "daemon/body_error.h"
+#include "daemon/config.h" /* struct body_limits */
 
 struct net_policy;
-
-/* Limits that come from the daemon's configuration. */
-struct body_limits {
-	int64_t max_ttl_seconds;          /* ttl_seconds must be 1..this */
-	int64_t max_exec_timeout_seconds; /* timeout_seconds must be 0..this */
-};
 
 /* POST /v1/sandboxes: a template or a snapshot (or both when they agree) */
 struct create_sandbox_body {
@@ -224,11 +219,7 @@ int body_check_path(const char *path, struct body_error *err);
  * characters of [A-Za-z0-9_.-]; else 0.  Any thread. */
 int body_meta_key_ok(const char *k);
 
-/*
- * body_check_name - a template, team or key name: 1..BODY_NAME_MAX bytes
- * of [a-z0-9._-], starting with a letter or digit.  Returns 0 or -EINVAL.
- */
-int body_check_name(const char *s);
+/* body_check_name: common/body_caps.h. */
 
 /*
  * body_parse_bool_query - a query flag: NULL gives dflt; "true"/"1" and

@@ -34,16 +34,6 @@ static int64_t wall_ms(void)
 	return (int64_t)(util_wall_ns() / 1000000u);
 }
 
-int sandbox_id_valid(const char *s)
-{
-	if (!s || strncmp(s, "sbx_", 4) != 0 || strlen(s) != 4 + SBX_ID_HEX)
-		return 0;
-	for (const char *p = s + 4; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return 0;
-	return 1;
-}
-
 int sandboxes_new(struct daemon *d, struct sandboxes **out)
 {
 	struct sandboxes *reg = calloc(1, sizeof(*reg));

@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "common/body_caps.h"
 #include "daemon/api_errors.h"
 #include "daemon/request_body.h"
 #include "daemon/store.h"
@@ -37,11 +38,7 @@ struct daemon;
 struct sandboxes;
 struct sbx;
 
-/* Sandbox ids: "sbx_" + 20 lowercase hex digits. */
-#define SBX_ID_HEX 20
-
-/* sandbox_id_valid - 1 if s has the form of a sandbox id, else 0.  Pure. */
-int sandbox_id_valid(const char *s);
+/* Sandbox ids (SBX_ID_HEX, sandbox_id_valid): common/body_caps.h. */
 
 /*
  * sandboxes_new - an empty registry for daemon d (d's store, templates and

@@ -25,8 +25,8 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "engine/paths.h"
 #include "engine/qemu_args.h"
-#include "engine/template.h"
 
 #define JAIL_MAX_OPS 64
 #define QEMU_COPY_MAX (512u * 1024u * 1024u)

@@ -27,16 +27,6 @@
 #include "engine/jail.h"
 #include "engine/proc.h"
 
-const char *engine_cache_dir(const char *flag)
-{
-	if (flag && flag[0])
-		return flag;
-	const char *env = getenv("PANDASTACK_CACHE");
-	if (env && env[0])
-		return env;
-	return ENGINE_DEFAULT_CACHE;
-}
-
 static char qemu_version_cache[QEMU_VERSION_MAX];
 static int qemu_version_err;
 static pthread_once_t qemu_version_once = PTHREAD_ONCE_INIT;

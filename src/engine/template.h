@@ -20,15 +20,6 @@
 
 struct template;
 
-/* Default cache folder; PANDASTACK_CACHE or a flag overrides it. */
-#define ENGINE_DEFAULT_CACHE "/var/cache/pandastack"
-
-/*
- * engine_cache_dir - the cache folder to use: flag (may be NULL), else
- * $PANDASTACK_CACHE, else ENGINE_DEFAULT_CACHE.  Returns a borrowed string.
- */
-const char *engine_cache_dir(const char *flag);
-
 /*
  * template_open - load and check <cache>/templates/<name>/template.json.
  * The template's recorded QEMU version and machine arguments must equal the

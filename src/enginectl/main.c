@@ -24,6 +24,7 @@
 #include "engine/accel.h"
 #include "engine/guest_run.h"
 #include "engine/manifest.h"
+#include "engine/paths.h"
 #include "engine/template.h"
 #include "engine/vm.h"
 
