@@ -60,6 +60,7 @@
 #include "engine/guest_run.h"
 #include "engine/jail.h"
 #include "engine/migrate.h"
+#include "engine/paths.h"
 #include "engine/qmp.h"
 #include "engine/spawn.h"
 #include "engine/template_int.h"

@@ -27,6 +27,7 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "engine/guest_run.h"
+#include "engine/paths.h"
 #include "engine/template.h"
 #include "engine/vm.h"
 
