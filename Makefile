@@ -3,12 +3,14 @@
 #
 # Need neither root nor a guest:
 #   all                build/pandastackd, pandastack, pandastack-agent, pandastack-engine
-#   check              check-symbols, unit, check-asan and a short run of every
+#   check              check-layers, check-symbols, unit, check-asan and a short run of every
 #                      fuzz target (CHECK_FUZZ_SECONDS each): what to run before a commit
 #   test               the same as check
 #   unit               the unit tests (tests/unit, cmocka)
 #   check-asan         the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer
 #   check-symbols      fails when two of the libraries define the same global symbol
+#   check-layers       fails when an include of src/ runs against its layers
+#                      (docs/architecture.md)
 #   fuzz               every fuzz target (tests/fuzz, clang's libFuzzer), FUZZ_SECONDS each
 #   test-sdk           the Python and TypeScript SDKs against local fake servers
 #   sdk-ts-build       the TypeScript SDK's dist/ (npm ci on first use)
@@ -53,9 +55,9 @@ override CPPFLAGS += -Isrc -D_GNU_SOURCE
 override LDFLAGS  += $(SAN)
 
 COMMON_SRC := $(wildcard src/common/*.c)
-ENGINE_SRC := $(wildcard src/engine/*.c)
-AGENT_SRC  := $(filter-out src/agent/main.c,$(wildcard src/agent/*.c))
-DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
+ENGINE_SRC := $(wildcard src/engine/*.c src/engine/*/*.c)
+AGENT_SRC  := $(filter-out src/agent/main.c,$(wildcard src/agent/*.c src/agent/*/*.c))
+DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c src/daemon/*/*.c))
 CLI_SRC    := $(filter-out src/cli/main.c,$(wildcard src/cli/*.c))
 MCP_SRC    := $(wildcard src/mcp/*.c)
 CLIENT_SRC := $(wildcard src/client/*.c)
@@ -125,7 +127,7 @@ $(BUILD)/pandastack-agent-dyn: $(call obj,src/agent/main.c) $(LIB_AGENT) $(LIB_C
 	$(CC) $(LDFLAGS) -o $@ $^ -ljansson -lzmq -lcrypto -lpthread -lm
 
 # POST /mcp serves the MCP core (libmcp) whose backend is the REST client
-# (libclient), pointed back at the daemon itself (src/daemon/api_mcp.c says why).
+# (libclient), pointed back at the daemon itself (src/daemon/api/api_mcp.c says why).
 $(BUILD)/pandastackd: $(call obj,src/daemon/main.c) $(LIB_DAEMON) $(LIB_ENGINE) $(LIB_MCP) \
                       $(LIB_CLIENT) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
@@ -197,7 +199,7 @@ bench-create: $(BUILD)/bench/create $(BUILD)/pandastackd
 
 # Code contexts on the host (python3 with ipykernel): start times, 1+1 round
 # trips, and jupyter_client's round trip for comparison.
-$(BUILD)/bench/kernel: bench/kernel.c $(LIB_AGENT) $(LIB_COMMON)
+$(BUILD)/bench/kernel: bench/kernel_bench.c $(LIB_AGENT) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_AGENT) $(LIB_COMMON) -ljansson -lzmq -lcrypto -lpthread -lm
 
@@ -431,9 +433,15 @@ check-symbols: $(LIBS)
 	    END { for (s in n) if (n[s] > 1) { print "defined twice: " s ":" where[s]; bad = 1 } \
 	          exit bad }'
 
+# The layers of src/ (docs/architecture.md): no include of another folder's
+# _int.h, none that runs up a layer, no circle; with its positive control.
+.PHONY: check-layers
+check-layers:
+	$(PYTHON) scripts/check_layers.py --self-test
+
 CHECK_FUZZ_SECONDS ?= 5
 .PHONY: check test
-check: check-symbols
+check: check-layers check-symbols
 	$(MAKE) unit
 	$(MAKE) check-asan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)

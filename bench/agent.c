@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "engine/guest_run.h"
+#include "engine/guest/guest_run.h"
 
 static char dir[PATH_MAX], sock[PATH_MAX + 16], ws[PATH_MAX + 16];
 static pid_t agent_pid;
@@ -104,7 +104,7 @@ static void stop_agent(void)
 
 /* Run cmd through the exec reader, discard its output (counted into
  * *out_bytes); returns the END's exit code or -errno. */
-static int run(struct guest_conn *c, const char *cmd, size_t *out_bytes)
+static int bench_exec(struct guest_conn *c, const char *cmd, size_t *out_bytes)
 {
 	json_t *req = json_pack("{s:s, s:s, s:I}", "op", "exec", "cmd", cmd, "output_cap",
 				(json_int_t)1 << 40);
@@ -172,7 +172,7 @@ int main(void)
 	double *v = calloc((size_t)n, sizeof(double));
 	for (int i = 0; i < n; i++) {
 		double t0 = now_s();
-		run(c, "true", NULL);
+		bench_exec(c, "true", NULL);
 		v[i] = (now_s() - t0) * 1000;
 	}
 	double exec50 = pct(v, n, 50), exec90 = pct(v, n, 90);
@@ -258,7 +258,7 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "head -c %zu /dev/zero", total);
 	size_t out = 0;
 	t0 = now_s();
-	run(c, cmd, &out);
+	bench_exec(c, cmd, &out);
 	double stdout_rate = (double)mib / (now_s() - t0);
 	t0 = now_s();
 	FILE *pf = popen(cmd, "r");

@@ -43,7 +43,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *arg)
 }
 
 /* One request; *status and the answer (caller frees a->buf).  0 or -EIO. */
-static int request(struct bench_daemon *d, const char *method, const char *path,
+static int rest_request(struct bench_daemon *d, const char *method, const char *path,
 		   const char *body, long *status, struct answer *a)
 {
 	char url[512], auth[200];
@@ -163,7 +163,7 @@ int bench_pool_ready(struct bench_daemon *d, const char *template)
 {
 	long st = 0;
 	struct answer a = {0};
-	int r = request(d, "GET", "/v1/templates", NULL, &st, &a);
+	int r = rest_request(d, "GET", "/v1/templates", NULL, &st, &a);
 	json_t *o = r == 0 && st == 200 ? json_loads(a.buf, 0, NULL) : NULL;
 	free(a.buf);
 	if (!o)
@@ -187,7 +187,7 @@ int bench_create(struct bench_daemon *d, const char *template, double *ms, char 
 	long st = 0;
 	struct answer a = {0};
 	int64_t t0 = util_now_us();
-	int r = request(d, "POST", "/v1/sandboxes", body, &st, &a);
+	int r = rest_request(d, "POST", "/v1/sandboxes", body, &st, &a);
 	*ms = (double)(util_now_us() - t0) / 1000.0;
 	json_t *o = r == 0 && st == 201 ? json_loads(a.buf, 0, NULL) : NULL;
 	if (!o) {
@@ -216,7 +216,7 @@ int bench_exec(struct bench_daemon *d, const char *id, const char *cmd, double *
 	long st = 0;
 	struct answer a = {0};
 	int64_t t0 = util_now_us();
-	int r = request(d, "POST", path, body, &st, &a);
+	int r = rest_request(d, "POST", path, body, &st, &a);
 	*ms = (double)(util_now_us() - t0) / 1000.0;
 	free(body);
 	json_t *o = r == 0 && st == 200 ? json_loads(a.buf, 0, NULL) : NULL;
@@ -238,7 +238,7 @@ int bench_delete(struct bench_daemon *d, const char *id)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	long st = 0;
 	struct answer a = {0};
-	int r = request(d, "DELETE", path, NULL, &st, &a);
+	int r = rest_request(d, "DELETE", path, NULL, &st, &a);
 	free(a.buf);
 	return r < 0 ? r : st / 100 == 2 ? 0 : -EIO;
 }

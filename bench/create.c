@@ -56,16 +56,17 @@
 
 #include "bench_rest.h"
 #include "common/util.h"
-#include "engine/guest_conn.h"
-#include "engine/guest_run.h"
-#include "engine/jail.h"
-#include "engine/migrate.h"
+#include "engine/guest/guest_conn.h"
+#include "engine/guest/guest_run.h"
 #include "engine/paths.h"
-#include "engine/qmp.h"
-#include "engine/spawn.h"
-#include "engine/template_int.h"
-#include "engine/vm.h"
-#include "engine/vm_int.h"
+#include "engine/qemu/jail.h"
+#include "engine/qemu/migrate.h"
+#include "engine/qemu/qmp.h"
+#include "engine/qemu/spawn.h"
+#include "engine/template/template_int.h"
+#include "engine/vm/bake.h"
+#include "engine/vm/vm.h"
+#include "engine/vm/vm_int.h"
 
 static char base[] = "/tmp/pandastack-bench-XXXXXX";
 
@@ -297,10 +298,10 @@ static int clone_argv(const struct template *t, const char *dir, struct strv *ar
 		netslot_close(net);
 		return r;
 	}
-	struct qemu_instance in = {.role = QEMU_ROLE_CLONE, .sock_dir = dir, .mem_path = t->memory,
+	struct qemu_instance in = {.role = QEMU_ROLE_CLONE, .sock_dir = dir, .mem_path = template_memory_path(t),
 				   .disk = overlay, .tap_fd = net->tap};
 	strv_init(argv);
-	return qemu_command_line(qemu_binary(), &t->spec, &in, argv);
+	return qemu_command_line(qemu_binary(), template_spec(t), &in, argv);
 }
 
 /* Make the plain snapshot: a clone without -sandbox, restored from the
@@ -321,7 +322,7 @@ static int make_plain_snapshot(const struct template *t, const char *snap)
 	if (r == 0)
 		r = migrate_set_caps(p.q, 10000);
 	char state[PATH_MAX];
-	snprintf(state, sizeof(state), "%s", t->state);
+	snprintf(state, sizeof(state), "%s", template_state_path(t));
 	if (r == 0)
 		r = migrate_load(p.q, state, 30000, msg, sizeof(msg));
 	if (r == 0)
@@ -380,7 +381,7 @@ static long long plain_restore_ms(const struct template *t, const char *snap)
 	if (clone_argv(t, dir, &argv, &net) < 0)
 		return -1;
 	argv_set(&argv, "-sandbox", NULL, "");
-	snprintf(mem, sizeof(mem), "memory-backend-ram,id=mem,size=%uM", t->spec.memory_mib);
+	snprintf(mem, sizeof(mem), "memory-backend-ram,id=mem,size=%uM", template_memory_mib(t));
 	argv_set(&argv, "-object", "memory-backend-file", mem);
 	snprintf(inc, sizeof(inc), "exec:cat %s", snap);
 	argv_set(&argv, "-incoming", NULL, inc);
@@ -406,14 +407,14 @@ static long long cold_boot_ms(const struct template *t, const struct manifest *m
 	    engine_path_join(mem, dir, "memory") < 0 || template_overlay_create(t, overlay) < 0)
 		return -1;
 	char cmdline[MANIFEST_CMDLINE_MAX + 64];
-	engine_boot_cmdline(m, t->spec.accel, cmdline, sizeof(cmdline));
+	engine_boot_cmdline(m, template_accel(t), cmdline, sizeof(cmdline));
 	struct netslot net;
 	peer_net(&net);
 	struct qemu_instance in = {.role = QEMU_ROLE_BAKE, .sock_dir = dir, .mem_path = mem,
 				   .disk = overlay, .kernel = m->kernel, .initrd = m->initramfs,
 				   .append = cmdline, .tap_fd = net.tap};
 	strv_init(&argv);
-	if (qemu_command_line(qemu_binary(), &t->spec, &in, &argv) < 0)
+	if (qemu_command_line(qemu_binary(), template_spec(t), &in, &argv) < 0)
 		return -1;
 	int64_t t0 = util_now_ms();
 	int r = peer_start(&p, &argv, dir, &net, 30000, 0, 1);
@@ -442,7 +443,7 @@ static long tb_pss_kib(const struct template *t, unsigned tb)
 	if (r == 0)
 		r = migrate_set_caps(p.q, 10000);
 	if (r == 0)
-		r = migrate_load(p.q, t->state, 30000, msg, sizeof(msg));
+		r = migrate_load(p.q, template_state_path(t), 30000, msg, sizeof(msg));
 	if (r == 0)
 		r = qmp_call(p.q, "cont", NULL, 10000, NULL);
 	char sock[PATH_MAX];
@@ -762,7 +763,7 @@ int main(int argc, char **argv)
 	if (!mkdtemp(base))
 		return 1;
 	printf("bench create: template %s, %s, %u MiB, QEMU %s, %d runs\n", name,
-	       accel_name(template_accel(t)), template_memory_mib(t), t->qemu_version, n);
+	       accel_name(template_accel(t)), template_memory_mib(t), template_qemu_version(t), n);
 	int only_exec = getenv("BENCH_ONLY") && !strcmp(getenv("BENCH_ONLY"), "exec");
 	int api = !(getenv("BENCH_API") && !strcmp(getenv("BENCH_API"), "0"));
 	if (only_exec) {

@@ -26,11 +26,11 @@
 
 #include <jansson.h>
 
-#include "agent/kernel.h"
+#include "agent/astream.h"
+#include "agent/kernel/kernel.h"
 #include "agent/loop.h"
 #include "agent/notebook.h"
 #include "agent/request.h"
-#include "agent/astream.h"
 
 /* Most contexts at once in one guest (each is a Python process). */
 #define CONTEXTS_MAX 32

@@ -38,7 +38,7 @@
 #include "agent/commands.h"
 #include "agent/contexts.h"
 #include "agent/init.h"
-#include "agent/kernel.h"
+#include "agent/kernel/kernel.h"
 #include "agent/loop.h"
 #include "agent/session.h"
 #include "common/log.h"

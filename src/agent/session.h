@@ -21,10 +21,10 @@
 
 #include <stdint.h>
 
+#include "agent/astream.h"
 #include "agent/link.h"
 #include "agent/loop.h"
 #include "agent/outq.h"
-#include "agent/astream.h"
 #include "common/proto.h"
 
 /* How often a port whose host is away is probed as well, ms (the

@@ -20,8 +20,8 @@
 
 #include <jansson.h>
 
-#include "client/client.h"
 #include "cli/args.h"
+#include "client/client.h"
 #include "client/urlpath.h"
 
 #define CLI_EXIT_OK 0

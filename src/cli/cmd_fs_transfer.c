@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/client_transfer.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "client/client_transfer.h"
 
 static volatile sig_atomic_t interrupted;
 

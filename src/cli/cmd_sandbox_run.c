@@ -112,7 +112,7 @@ static int read_stdin(struct cli_ctx *ctx, json_t **out)
 }
 
 /* The exec request body from the parsed flags. */
-static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **out)
+static int build_exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **out)
 {
 	json_t *body = json_object();
 	json_t *cmd = json_string(a->rest);
@@ -171,7 +171,7 @@ static int exec_body(struct cli_ctx *ctx, const struct args_result *a, json_t **
 int cmd_exec_run(struct cli_ctx *ctx, const struct args_result *a)
 {
 	json_t *body;
-	int code = exec_body(ctx, a, &body);
+	int code = build_exec_body(ctx, a, &body);
 	if (code)
 		return code;
 	struct client_response r;

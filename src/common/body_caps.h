@@ -1,6 +1,6 @@
 /*
  * body_caps.h - the REST API's caps on request fields, in one place for the
- * daemon, which enforces them (daemon/request_body.c answers 400 beyond
+ * daemon, which enforces them (daemon/http/request_body.c answers 400 beyond
  * them), and the CLI, which checks its input against them before sending.
  * docs/api.md documents each.  Bytes unless said otherwise.  Also the
  * rule of names (body_check_name) and the form of a sandbox id, which the

@@ -12,9 +12,9 @@
 
 #include "common/body_caps.h"
 #include "common/pip_index.h"
-#include "engine/jail.h"
 #include "engine/paths.h"
-#include "engine/template.h"
+#include "engine/qemu/jail.h"
+#include "engine/template/template.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEFAULT_DATA_DIR "/var/lib/pandastack"

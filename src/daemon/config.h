@@ -85,7 +85,7 @@
 #include <stdio.h>
 
 #include "common/pip_index.h"
-#include "engine/accel.h"
+#include "engine/qemu/accel.h"
 
 /* Templates --pool-sizes may name. */
 #define CONFIG_POOL_SIZES_MAX 16

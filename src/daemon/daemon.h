@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
-#include "engine/accel.h"
+#include "engine/qemu/accel.h"
 
 struct net;
 struct store;

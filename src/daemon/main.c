@@ -25,25 +25,26 @@
 #include "common/crash.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/api/api.h"
+#include "daemon/api/api_mcp.h"
 #include "daemon/api_errors.h"
-#include "daemon/api_mcp.h"
-#include "daemon/auth.h"
-#include "daemon/cluster.h"
+#include "daemon/cluster/cluster.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
-#include "daemon/http_server.h"
-#include "daemon/monitor.h"
-#include "daemon/net.h"
-#include "daemon/net_denied.h"
-#include "daemon/net_resolve.h"
-#include "daemon/origin.h"
-#include "daemon/port_splice.h"
-#include "daemon/route.h"
-#include "daemon/sandbox.h"
-#include "daemon/snapshots.h"
-#include "daemon/store.h"
-#include "daemon/templates.h"
-#include "engine/jail.h"
+#include "daemon/http/auth.h"
+#include "daemon/http/http_server.h"
+#include "daemon/http/origin.h"
+#include "daemon/http/route.h"
+#include "daemon/net/net.h"
+#include "daemon/net/net_denied.h"
+#include "daemon/net/net_resolve.h"
+#include "daemon/ports/port_splice.h"
+#include "daemon/sandbox/monitor.h"
+#include "daemon/sandbox/sandbox.h"
+#include "daemon/sandbox/snapshots.h"
+#include "daemon/sandbox/templates.h"
+#include "daemon/store/store.h"
+#include "engine/qemu/jail.h"
 
 /* How long a start waits for the data dir's lock, and how often it tries,
  * ms. */
@@ -97,7 +98,7 @@ static int prepare_data_dir(struct daemon *d)
 	return 0; /* fd stays open: the lock lives as long as the process */
 }
 
-/* Every QEMU this process starts runs in a jail (engine/jail.h). */
+/* Every QEMU this process starts runs in a jail (engine/qemu/jail.h). */
 static int setup_jail(struct daemon *d)
 {
 	char work[PATH_MAX], err[300] = "";
@@ -247,7 +248,9 @@ int main(int argc, char **argv)
 	d.gate = d.cluster ? cluster_gate(d.cluster) : NULL;
 	struct http_server *http;
 	unsigned port;
-	if ((e = http_server_start(&d, &http, &port)) < 0)
+	size_t nroutes;
+	const struct route *routes = routes_table(&nroutes);
+	if ((e = http_server_start(&d, routes, nroutes, &http, &port)) < 0)
 		return fail("http", e,
 			    e == -EINVAL   ? "--listen needs an IP address and port"
 			    : e == -ENOKEY ? "cannot load the TLS certificate and key (PEM files)"

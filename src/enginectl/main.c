@@ -21,12 +21,13 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "engine/accel.h"
-#include "engine/guest_run.h"
-#include "engine/manifest.h"
+#include "engine/guest/guest_run.h"
 #include "engine/paths.h"
-#include "engine/template.h"
-#include "engine/vm.h"
+#include "engine/qemu/accel.h"
+#include "engine/template/manifest.h"
+#include "engine/template/template.h"
+#include "engine/vm/bake.h"
+#include "engine/vm/vm.h"
 
 static void usage(void)
 {

@@ -49,7 +49,7 @@ static int sandbox_path(struct urlpath *u, const char *id, const char *suffix, c
 }
 
 /* One JSON call; on success *out (may be NULL) takes the answer. */
-static int call(struct client *c, const char *method, const char *path, const json_t *body,
+static int rest_call(struct client *c, const char *method, const char *path, const json_t *body,
 		json_t **out, struct mcp_fail *f)
 {
 	struct client_response resp = {0};
@@ -80,21 +80,21 @@ static int op_create_sandbox(void *arg, const char *template_name, int64_t ttl_s
 	}
 	if (!body)
 		return local_fail(f, -ENOMEM, "internal", "out of memory");
-	int e = call(arg, "POST", "/v1/sandboxes", body, sandbox, f);
+	int e = rest_call(arg, "POST", "/v1/sandboxes", body, sandbox, f);
 	json_decref(body);
 	return e;
 }
 
 static int op_list_sandboxes(void *arg, json_t **list, struct mcp_fail *f)
 {
-	return call(arg, "GET", "/v1/sandboxes", NULL, list, f);
+	return rest_call(arg, "GET", "/v1/sandboxes", NULL, list, f);
 }
 
 static int op_kill_sandbox(void *arg, const char *sandbox_id, struct mcp_fail *f)
 {
 	struct urlpath u;
 	int e = sandbox_path(&u, sandbox_id, NULL, NULL, NULL, f);
-	return e ? e : call(arg, "DELETE", u.s, NULL, NULL, f);
+	return e ? e : rest_call(arg, "DELETE", u.s, NULL, NULL, f);
 }
 
 static int op_create_context(void *arg, const char *sandbox_id, char *ctx_id, size_t ctx_len,
@@ -104,7 +104,7 @@ static int op_create_context(void *arg, const char *sandbox_id, char *ctx_id, si
 	int e = sandbox_path(&u, sandbox_id, "/contexts", NULL, NULL, f);
 	json_t *body = json_object(), *ctx = NULL;
 	if (!e)
-		e = body ? call(arg, "POST", u.s, body, &ctx, f)
+		e = body ? rest_call(arg, "POST", u.s, body, &ctx, f)
 			 : local_fail(f, -ENOMEM, "internal", "out of memory");
 	json_decref(body);
 	if (e)
@@ -133,7 +133,7 @@ static int op_run_code(void *arg, const char *sandbox_id, const char *ctx_id, co
 	}
 	if (!body)
 		return local_fail(f, -ENOMEM, "internal", "out of memory");
-	e = call(arg, "POST", u.s, body, execution, f);
+	e = rest_call(arg, "POST", u.s, body, execution, f);
 	json_decref(body);
 	return e;
 }
@@ -143,7 +143,7 @@ static int op_exec(void *arg, const char *sandbox_id, const json_t *body, json_t
 {
 	struct urlpath u;
 	int e = sandbox_path(&u, sandbox_id, "/exec", NULL, NULL, f);
-	return e ? e : call(arg, "POST", u.s, body, result, f);
+	return e ? e : rest_call(arg, "POST", u.s, body, result, f);
 }
 
 static int fs_path(struct urlpath *u, const char *sandbox_id, const char *path,

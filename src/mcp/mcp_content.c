@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/dynbuf.h"
 #include "common/utf8.h"
-#include "common/base64.h"
 
 json_t *mcp_content_text(const char *s, size_t len)
 {

@@ -26,10 +26,10 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_run.h"
+#include "engine/guest/guest_run.h"
 #include "engine/paths.h"
-#include "engine/template.h"
-#include "engine/vm.h"
+#include "engine/template/template.h"
+#include "engine/vm/vm.h"
 
 #define ET_RESTORE_MS 60000
 

@@ -1,5 +1,5 @@
 /*
- * test_jail.c - every sandbox QEMU runs in its own jail (engine/jail.h),
+ * test_jail.c - every sandbox QEMU runs in its own jail (engine/qemu/jail.h),
  * read from the host's /proc and tried from inside as an escaped QEMU
  * would be:
  *   - uid and gid not 0 and different between two live sandboxes; no
@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "engine/jail.h"
+#include "engine/qemu/jail.h"
 
 #ifndef F_GET_SEALS
 #define F_GET_SEALS 1034

@@ -10,7 +10,7 @@
 
 #include <sys/stat.h>
 
-#include "engine/snapshot.h"
+#include "engine/vm/snapshot.h"
 
 static unsigned snap_seq;
 

@@ -16,7 +16,7 @@
 
 #include <openssl/evp.h>
 
-#include "engine/pool.h"
+#include "engine/vm/pool.h"
 
 static void test_clones_differ_and_keep_host_time(void **state)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_api_body.c - libFuzzer target for the REST API's request validation
- * (src/daemon/request_body.c) and the UTF-8 sanitiser it relies on.
+ * (src/daemon/http/request_body.c) and the UTF-8 sanitiser it relies on.
  *
  * The first byte picks the route body parser, the rest is the body.  Checks
  * beyond "no crash, no leak, no UB": a successful parse hands out fields
@@ -13,8 +13,8 @@
 
 #include "common/utf8.h"
 #include "daemon/api_errors.h"
-#include "daemon/net_policy.h"
-#include "daemon/request_body.h"
+#include "daemon/http/request_body.h"
+#include "daemon/net/net_policy.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
 				       .max_exec_timeout_seconds = 86400};

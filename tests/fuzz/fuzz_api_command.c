@@ -1,8 +1,8 @@
 /*
  * fuzz_api_command.c - libFuzzer target for what the background-command
  * routes take from outside: the guest agent's command objects
- * (api_command_json in src/daemon/api_commands.c: guest data, hostile) and
- * the routes' own request bodies and queries (src/daemon/request_body.c).
+ * (api_command_json in src/daemon/api/api_commands.c: guest data, hostile) and
+ * the routes' own request bodies and queries (src/daemon/http/request_body.c).
  *
  * The first byte picks the parser, the rest is its input.  Checks beyond
  * "no crash, no leak, no UB": a command object that comes out has a valid
@@ -17,9 +17,9 @@
 #include <jansson.h>
 
 #include "common/utf8.h"
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 #include "daemon/api_errors.h"
-#include "daemon/request_body.h"
+#include "daemon/http/request_body.h"
 
 static void check(int ok)
 {

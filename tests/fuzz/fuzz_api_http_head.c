@@ -1,6 +1,6 @@
 /*
  * fuzz_api_http_head.c - libFuzzer target for the daemon's own check of a
- * request head (src/daemon/http_head.c), the first parser every plain-HTTP
+ * request head (src/daemon/http/http_head.c), the first parser every plain-HTTP
  * client's bytes meet.
  *
  * Checks beyond "no crash, no leak, no UB": a head taken ends inside the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/http_head.h"
+#include "daemon/http/http_head.h"
 
 static void check(int ok)
 {

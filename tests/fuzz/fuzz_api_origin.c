@@ -1,6 +1,6 @@
 /*
  * fuzz_api_origin.c - libFuzzer target for the Origin header's parser
- * (src/daemon/origin.c), which POST /mcp runs on every browser's request,
+ * (src/daemon/http/origin.c), which POST /mcp runs on every browser's request,
  * and for lists of allowed origins.  Beyond "no crash, no leak, no UB": a
  * normal form is short, printable, starts with its scheme, normalises to
  * itself, and is found in a list made of itself.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/origin.h"
+#include "daemon/http/origin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

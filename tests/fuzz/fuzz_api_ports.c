@@ -1,8 +1,8 @@
 /*
  * fuzz_api_ports.c - libFuzzer target for exposed ports' parsers of outside
- * input: a guest server's answer (src/daemon/port_resp.c, fed in pieces
+ * input: a guest server's answer (src/daemon/ports/port_resp.c, fed in pieces
  * whose sizes come from the input) and a client's Host header and request
- * target (src/daemon/port_target.c).
+ * target (src/daemon/http/port_target.c).
  *
  * The first byte picks the parser.  Checks beyond "no crash, no leak, no
  * UB": the body handed out is never longer than what was fed, a finished
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/port_resp.h"
-#include "daemon/port_target.h"
+#include "daemon/http/port_target.h"
+#include "daemon/ports/port_resp.h"
 
 static void check(int ok)
 {

@@ -18,11 +18,11 @@
 
 #include <jansson.h>
 
-#include "client/client_int.h"
 #include "cli/args.h"
 #include "cli/cmd_fs_transfer.h"
 #include "cli/cmd_sandbox_run.h"
 #include "cli/output.h"
+#include "client/client_int.h"
 #include "client/urlpath.h"
 
 #define MAX_WORDS 64

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/cluster_int.h"
-#include "daemon/etcd_client.h"
-#include "daemon/etcd_decode.h"
+#include "daemon/cluster/cluster_int.h"
+#include "daemon/cluster/etcd_client.h"
+#include "daemon/cluster/etcd_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

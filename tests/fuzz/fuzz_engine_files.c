@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "engine/manifest.h"
-#include "engine/template.h"
-#include "engine/vm.h"
+#include "engine/template/manifest.h"
+#include "engine/template/template.h"
+#include "engine/vm/vm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_engine_qcow2.c - libFuzzer target for the qcow2 header reader
- * (engine/qcow2.h): any bytes give 0, 1 or -EINVAL, never a read past the
+ * (engine/qemu/qcow2.h): any bytes give 0, 1 or -EINVAL, never a read past the
  * buffer, and a name found is NUL-terminated within the output.
  */
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/qcow2.h"
+#include "engine/qemu/qcow2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

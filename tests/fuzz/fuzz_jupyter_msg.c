@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
-#include "agent/jupyter_exec.h"
-#include "agent/jupyter_json.h"
-#include "agent/jupyter_msg.h"
+#include "agent/jupyter/jupyter_exec.h"
+#include "agent/jupyter/jupyter_json.h"
+#include "agent/jupyter/jupyter_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_net_policy.c - libFuzzer target for sandbox network policies
- * (daemon/net_policy.c): the "network" object of a create or of
+ * (daemon/net/net_policy.c): the "network" object of a create or of
  * PUT /v1/sandboxes/{id}/network, parsed as the daemon parses it.
  *
  * Checks beyond "no crash, no leak, no UB": a failed parse names a 400 row
@@ -15,9 +15,9 @@
 
 #include "common/utf8.h"
 #include "daemon/api_errors.h"
-#include "daemon/net_denied.h"
-#include "daemon/net_policy.h"
-#include "daemon/request_body.h"
+#include "daemon/http/request_body.h"
+#include "daemon/net/net_denied.h"
+#include "daemon/net/net_policy.h"
 
 static void check(int ok)
 {

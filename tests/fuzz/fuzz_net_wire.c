@@ -1,8 +1,8 @@
 /*
  * fuzz_net_wire.c - libFuzzer target for what guests send the sandbox
- * network service: the first bytes of a connection (daemon/net_sniff.c:
+ * network service: the first bytes of a connection (daemon/net/net_sniff.c:
  * TLS ClientHello, HTTP/1 request head) and DNS queries
- * (daemon/net_dnsmsg.c).
+ * (daemon/net/net_dnsmsg.c).
  *
  * The first byte picks the parser.  Checks beyond "no crash, no leak, no
  * UB": a name found is a lowercase host name; a parsed query's name is one
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/net_dnsmsg.h"
-#include "daemon/net_policy.h"
-#include "daemon/net_sniff.h"
+#include "daemon/net/net_dnsmsg.h"
+#include "daemon/net/net_policy.h"
+#include "daemon/net/net_sniff.h"
 
 static void check(int ok)
 {

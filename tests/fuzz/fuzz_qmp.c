@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine/qmp.h"
+#include "engine/qemu/qmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

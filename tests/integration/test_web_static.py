@@ -1,4 +1,4 @@
-"""The dashboard's files served by pandastackd (src/daemon/web_static.c):
+"""The dashboard's files served by pandastackd (src/daemon/http/web_static.c):
 no key needed, content types, caching, the security headers of every answer,
 and names that could reach outside the web directory."""
 import http.client

@@ -32,7 +32,7 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_run.h"
+#include "engine/guest/guest_run.h"
 
 /* Each test uses some of the helpers. */
 #define HARNESS static __attribute__((unused))

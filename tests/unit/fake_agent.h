@@ -27,7 +27,7 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_stream.h"
+#include "engine/guest/guest_stream.h"
 
 /* Each test uses some of the helpers. */
 #define FAKE static __attribute__((unused))

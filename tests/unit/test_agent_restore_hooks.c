@@ -1,6 +1,6 @@
 /*
  * test_agent_restore_hooks.c - the after-restore hooks of the agent's
- * restore op (docs/agent-protocol.md, "restore"; src/agent/restore_hooks.c),
+ * restore op (docs/agent-protocol.md, "restore"; src/agent/ops/restore_hooks.c),
  * end to end on the host: the agent in --listen mode with --hooks-dir and
  * --hooks-report in its temporary folder, driven through guest_conn.
  *
@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "agent/restore_hooks.h"
+#include "agent/ops/restore_hooks.h"
 #include "agent_harness.h"
 
 static const char entropy[] =

@@ -38,7 +38,7 @@
 #include <curl/curl.h>
 
 #include "common/util.h"
-#include "daemon/etcd_client.h"
+#include "daemon/cluster/etcd_client.h"
 
 static char dir[] = "/tmp/test_cluster_etcd_XXXXXX";
 static pid_t etcd_pid;

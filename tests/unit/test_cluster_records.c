@@ -17,9 +17,9 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "daemon/cluster_int.h"
-#include "daemon/etcd_client.h"
-#include "daemon/etcd_decode.h"
+#include "daemon/cluster/cluster_int.h"
+#include "daemon/cluster/etcd_client.h"
+#include "daemon/cluster/etcd_decode.h"
 
 #define S(lit) (lit), (sizeof(lit) - 1)
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/auth_miss.h"
+#include "daemon/http/auth_miss.h"
 
 /* A well-formed hash, different for each i. */
 static const char *hash(unsigned i)

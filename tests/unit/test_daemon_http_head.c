@@ -15,8 +15,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "daemon/http_front.h"
-#include "daemon/http_head.h"
+#include "daemon/http/http_front.h"
+#include "daemon/http/http_head.h"
 
 static enum http_head_result check(const char *s, size_t n, size_t *hl, enum api_err *err)
 {

@@ -1,6 +1,6 @@
 /*
  * test_daemon_mcp_sessions.c - the table of MCP sessions over HTTP
- * (src/daemon/api_mcp_sessions.c): a session belongs to its key, a team
+ * (src/daemon/api/api_mcp_sessions.c): a session belongs to its key, a team
  * past its cap replaces its own idle session and never another team's,
  * sessions in use are never replaced, and a full table refuses (-EBUSY).
  */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/api_mcp_sessions.h"
+#include "daemon/api/api_mcp_sessions.h"
 
 /* Make a session of team/key and give it back at once; its id in id. */
 static int make(struct api_mcp_sessions *t, const char *team, const char *key,

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/origin.h"
+#include "daemon/http/origin.h"
 
 static void normal_forms(void **state)
 {

@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "daemon/auth.h"
 #include "daemon/config.h"
-#include "daemon/port_resp.h"
-#include "daemon/port_target.h"
+#include "daemon/http/auth.h"
+#include "daemon/http/port_target.h"
+#include "daemon/ports/port_resp.h"
 
 #define ID "sbx_0123456789abcdef0123"
 

@@ -14,11 +14,11 @@
 #include <cmocka.h>
 
 #include "common/utf8.h"
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 #include "daemon/api_errors.h"
 #include "daemon/config.h"
-#include "daemon/request_body.h"
-#include "daemon/route.h"
+#include "daemon/http/request_body.h"
+#include "daemon/http/route.h"
 
 static const struct body_limits lim = {.max_ttl_seconds = 86400,
 				       .max_exec_timeout_seconds = 3600};

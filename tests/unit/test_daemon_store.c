@@ -20,7 +20,7 @@
 #include <sqlite3.h>
 
 #include "common/util.h"
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 
 struct fixture {
 	char dir[64];

@@ -27,7 +27,7 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_stream.h"
+#include "engine/guest/guest_stream.h"
 #include "fake_agent.h"
 
 /* The test's agent thread for the handshake: accept, wait for HELLOs, ack

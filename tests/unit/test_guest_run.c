@@ -24,7 +24,7 @@
 
 #include "common/proto.h"
 #include "common/util.h"
-#include "engine/guest_run.h"
+#include "engine/guest/guest_run.h"
 #include "fake_agent.h"
 
 /* Each test: a fake agent and a connection to it. */

@@ -17,10 +17,10 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "agent/jupyter_exec.h"
-#include "agent/jupyter_json.h"
-#include "agent/jupyter_map.h"
-#include "agent/jupyter_msg.h"
+#include "agent/jupyter/jupyter_exec.h"
+#include "agent/jupyter/jupyter_json.h"
+#include "agent/jupyter/jupyter_map.h"
+#include "agent/jupyter/jupyter_msg.h"
 
 static const char *str(const json_t *o, const char *k)
 {

@@ -27,8 +27,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "agent/kernel.h"
-#include "agent/kernel_proc.h"
+#include "agent/kernel/kernel.h"
+#include "agent/kernel/kernel_proc.h"
 #include "common/util.h"
 
 #define RUN_DEADLINE_MS 120000

@@ -19,8 +19,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "mcp/mcp_backend.h"
 #include "common/base64.h"
+#include "mcp/mcp_backend.h"
 #include "mcp/mcp_rpc.h"
 #include "mcp/mcp_server.h"
 #include "mcp/mcp_stdio.h"

@@ -1,5 +1,5 @@
 /*
- * test_net_policy.c - sandbox egress policies (daemon/net_policy.h): the
+ * test_net_policy.c - sandbox egress policies (daemon/net/net_policy.h): the
  * network object's validation and canonical form, the always-denied ranges
  * (net_addr.h, net_denied.h), and the decision for a destination and a
  * name, as tables of cases.
@@ -16,10 +16,10 @@
 #include <cmocka.h>
 
 #include "daemon/api_errors.h"
-#include "daemon/net_addr.h"
-#include "daemon/net_denied.h"
-#include "daemon/net_policy.h"
-#include "daemon/request_body.h"
+#include "daemon/http/request_body.h"
+#include "daemon/net/net_addr.h"
+#include "daemon/net/net_denied.h"
+#include "daemon/net/net_policy.h"
 
 static uint32_t ip(const char *s)
 {

@@ -1,7 +1,7 @@
 /*
  * test_net_wire.c - what the sandbox proxy and resolver read from guests:
- * the name in a TLS ClientHello or an HTTP/1 request (daemon/net_sniff.h),
- * and DNS queries and answers (daemon/net_dnsmsg.h).
+ * the name in a TLS ClientHello or an HTTP/1 request (daemon/net/net_sniff.h),
+ * and DNS queries and answers (daemon/net/net_dnsmsg.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/net_dnsmsg.h"
-#include "daemon/net_sniff.h"
+#include "daemon/net/net_dnsmsg.h"
+#include "daemon/net/net_sniff.h"
 
 /* ---- a ClientHello builder (RFC 8446 4.1.2) ---------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test_netslot.c - a sandbox's network namespace (engine/netslot.h): the
+ * test_netslot.c - a sandbox's network namespace (engine/qemu/netslot.h): the
  * tap has the gateway's address and MAC inside the namespace and does not
  * exist outside it; the nftables ruleset is loaded; the daemon's listeners
  * accept connections made inside the namespace; listeners can be made anew
@@ -30,7 +30,7 @@
 #include <cmocka.h>
 #include <nftables/libnftables.h>
 
-#include "engine/netslot.h"
+#include "engine/qemu/netslot.h"
 
 #define NEED_ROOT()                                                                \
 	do {                                                                       \

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "engine/accel_probe.h"
-#include "engine/qemu_args.h"
+#include "engine/qemu/accel_probe.h"
+#include "engine/qemu/qemu_args.h"
 
 static const struct machine_spec spec_tcg = {
 	.memory_mib = 1024, .vcpus = 2, .accel = ACCEL_TCG, .tb_size_mib = 64,

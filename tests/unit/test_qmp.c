@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "engine/qmp.h"
+#include "engine/qemu/qmp.h"
 
 #define GREETING "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, \"major\": 7}}, \"capabilities\": [\"oob\"]}}\r\n"
 #define CAPS_OK "{\"return\": {}, \"id\": \"ps-1\"}\r\n"

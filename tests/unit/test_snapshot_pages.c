@@ -1,5 +1,5 @@
 /*
- * test_snapshot_pages.c - the capture's page work (engine/snapshot_pages.c)
+ * test_snapshot_pages.c - the capture's page work (engine/vm/snapshot_pages.c)
  * on a real process: a child maps a "template" memfd privately, as QEMU maps
  * a template's RAM, writes some pages and waits; snap_capture_pages must
  * store exactly the pages that differ from the base image (the template's
@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "engine/snapshot_int.h"
+#include "engine/vm/snapshot_int.h"
 
 #define RAM_PAGES 16384u /* 64 MiB */
 #define RAM_BYTES ((uint64_t)RAM_PAGES * SNAP_PAGE)

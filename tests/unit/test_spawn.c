@@ -24,9 +24,9 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "engine/host_tsc.h"
-#include "engine/proc.h"
-#include "engine/spawn.h"
+#include "engine/qemu/host_tsc.h"
+#include "engine/qemu/proc.h"
+#include "engine/qemu/spawn.h"
 
 static char dir[] = "/tmp/test_spawn_XXXXXX";
 

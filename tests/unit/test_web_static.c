@@ -13,8 +13,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/route.h"
-#include "daemon/web_static.h"
+#include "daemon/api/api.h"
+#include "daemon/http/route.h"
+#include "daemon/http/web_static.h"
 
 static void nonce(void **state)
 {
