@@ -101,6 +101,7 @@ struct command_stdin_body {
 /* POST /v1/sandboxes/{id}/contexts (language is checked: "python") */
 struct context_body {
 	json_t *root;
+	const char *language; /* "python" (static), NULL when absent */
 	const char *cwd;      /* NULL when absent */
 	const char *notebook; /* NULL when absent (the default file), "" for none */
 	json_t *env;          /* new reference; {} when absent */
@@ -112,6 +113,7 @@ struct code_body {
 	json_t *root;
 	const char *code;     /* may be empty for a context's cell */
 	size_t code_len;
+	const char *language; /* one-shot: "python" or "shell" (static), NULL when absent */
 	int shell;            /* one-shot: language "shell" (default "python") */
 	int has_timeout;      /* timeout_seconds given */
 	int64_t timeout_ms;   /* 0: no limit (only when given as 0) */
