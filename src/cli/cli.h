@@ -114,6 +114,18 @@ int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *i
 		   const char *what, const struct out_col *cols, size_t ncols);
 
 /*
+ * cli_call / cli_list - the whole of most commands: cli_request, then on
+ * success the answer shown as show says (cli_call: nothing or its fields)
+ * or as the table cli_show_table prints (cli_list: a GET of a list).
+ * Return the command's exit code.
+ */
+enum cli_show { CLI_SHOW_NOTHING, CLI_SHOW_FIELDS };
+int cli_call(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
+	     const json_t *body, enum cli_show show);
+int cli_list(struct cli_ctx *ctx, const struct urlpath *u, const char *items, const char *what,
+	     const struct out_col *cols, size_t ncols);
+
+/*
  * cli_usage_error - print message as a usage error of the current command
  * and return CLI_EXIT_USAGE.
  */

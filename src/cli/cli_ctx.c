@@ -127,6 +127,24 @@ int cli_show_table(struct cli_ctx *ctx, struct client_response *r, const char *i
 	return code;
 }
 
+int cli_call(struct cli_ctx *ctx, const char *method, const struct urlpath *u,
+	     const json_t *body, enum cli_show show)
+{
+	struct client_response r;
+	int code = cli_request(ctx, method, u, body, &r);
+	if (code)
+		return code;
+	return show == CLI_SHOW_FIELDS ? cli_show_fields(ctx, &r) : cli_show_nothing(ctx, &r);
+}
+
+int cli_list(struct cli_ctx *ctx, const struct urlpath *u, const char *items, const char *what,
+	     const struct out_col *cols, size_t ncols)
+{
+	struct client_response r;
+	int code = cli_request(ctx, "GET", u, NULL, &r);
+	return code ? code : cli_show_table(ctx, &r, items, what, cols, ncols);
+}
+
 int cli_parse_kv_list(struct cli_ctx *ctx, const char *what, const char *const *words, size_t n,
 		      json_t **out)
 {

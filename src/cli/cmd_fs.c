@@ -60,9 +60,7 @@ static int run_stat(struct cli_ctx *ctx, const struct args_result *a)
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], "/fs/stat");
 	urlpath_query(&u, "path", a->pos[1]);
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code : cli_show_fields(ctx, &r);
+	return cli_call(ctx, "GET", &u, NULL, CLI_SHOW_FIELDS);
 }
 
 /* ---- rm ------------------------------------------------------------------------------ */
@@ -88,9 +86,7 @@ static int run_rm(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_query(&u, "path", a->pos[1]);
 	if (args_has(a, "recursive"))
 		urlpath_query(&u, "recursive", "true");
-	struct client_response r;
-	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	return code ? code : cli_show_nothing(ctx, &r);
+	return cli_call(ctx, "DELETE", &u, NULL, CLI_SHOW_NOTHING);
 }
 
 /* ---- mkdir --------------------------------------------------------------------------- */
@@ -118,10 +114,9 @@ static int run_mkdir(struct cli_ctx *ctx, const struct args_result *a)
 		return cli_usage_error(ctx, "PATH is not valid UTF-8");
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], "/fs/mkdir");
-	struct client_response r;
-	int code = cli_request(ctx, "POST", &u, body, &r);
+	int code = cli_call(ctx, "POST", &u, body, CLI_SHOW_NOTHING);
 	json_decref(body);
-	return code ? code : cli_show_nothing(ctx, &r);
+	return code;
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

@@ -82,11 +82,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		{"ID", "id"},       {"NAME", "name"},          {"TEAM", "team"},
 		{"ADMIN", "admin"}, {"CREATED", "created_at"},
 	};
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code
-		    : cli_show_table(ctx, &r, "keys", "key list", cols,
-				     sizeof(cols) / sizeof(cols[0]));
+	return cli_list(ctx, &u, "keys", "key list", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 /* ---- delete -------------------------------------------------------------------------- */
@@ -107,9 +103,7 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/keys");
 	urlpath_seg(&u, a->pos[0]);
-	struct client_response r;
-	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	return code ? code : cli_show_nothing(ctx, &r);
+	return cli_call(ctx, "DELETE", &u, NULL, CLI_SHOW_NOTHING);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

@@ -166,11 +166,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		{"ID", "id"},           {"TEMPLATE", "template"}, {"STATUS", "status"},
 		{"CREATED", "created_at"}, {"EXPIRES", "expires_at"},
 	};
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code
-		    : cli_show_table(ctx, &r, "sandboxes", "sandbox list", cols,
-				     sizeof(cols) / sizeof(cols[0]));
+	return cli_list(ctx, &u, "sandboxes", "sandbox list", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 /* ---- get, delete, set-ttl ------------------------------------------------------ */
@@ -188,9 +184,7 @@ static int run_get(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], "");
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code : cli_show_fields(ctx, &r);
+	return cli_call(ctx, "GET", &u, NULL, CLI_SHOW_FIELDS);
 }
 
 static const struct args_spec delete_spec = {
@@ -205,9 +199,7 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 {
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], "");
-	struct client_response r;
-	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	return code ? code : cli_show_nothing(ctx, &r);
+	return cli_call(ctx, "DELETE", &u, NULL, CLI_SHOW_NOTHING);
 }
 
 static const char *const ttl_pos[] = {"ID", "S", NULL};

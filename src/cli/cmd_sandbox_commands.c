@@ -29,11 +29,7 @@ int cmd_ps_run(struct cli_ctx *ctx, const struct args_result *a)
 	};
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], "/commands");
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code
-		    : cli_show_table(ctx, &r, "commands", "sandbox ps", cols,
-				     sizeof(cols) / sizeof(cols[0]));
+	return cli_list(ctx, &u, "commands", "sandbox ps", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 static const struct arg_flag kill_flags[] = {
@@ -64,8 +60,7 @@ int cmd_kill_command_run(struct cli_ctx *ctx, const struct args_result *a)
 	cli_sandbox_path(&u, a->pos[0], "/commands");
 	urlpath_seg(&u, a->pos[1]);
 	urlpath_lit(&u, "/kill");
-	struct client_response r;
-	int code = cli_request(ctx, "POST", &u, body, &r);
+	int code = cli_call(ctx, "POST", &u, body, CLI_SHOW_FIELDS);
 	json_decref(body);
-	return code ? code : cli_show_fields(ctx, &r);
+	return code;
 }

@@ -148,9 +148,7 @@ static int pause_or_resume(struct cli_ctx *ctx, const struct args_result *a, con
 {
 	struct urlpath u;
 	cli_sandbox_path(&u, a->pos[0], op);
-	struct client_response r;
-	int code = cli_request(ctx, "POST", &u, body, &r);
-	return code ? code : cli_show_fields(ctx, &r);
+	return cli_call(ctx, "POST", &u, body, CLI_SHOW_FIELDS);
 }
 
 int cmd_pause_run(struct cli_ctx *ctx, const struct args_result *a)
@@ -199,11 +197,7 @@ static int run_list(struct cli_ctx *ctx, const struct args_result *a)
 		{"ID", "id"},     {"SANDBOX", "sandbox_id"}, {"TEMPLATE", "template"},
 		{"NAME", "name"}, {"SIZE", "size_bytes"},    {"CREATED", "created_at"},
 	};
-	struct client_response r;
-	int code = cli_request(ctx, "GET", &u, NULL, &r);
-	return code ? code
-		    : cli_show_table(ctx, &r, "snapshots", "snapshot list", cols,
-				     sizeof(cols) / sizeof(cols[0]));
+	return cli_list(ctx, &u, "snapshots", "snapshot list", cols, sizeof(cols) / sizeof(cols[0]));
 }
 
 static const struct args_spec delete_spec = {
@@ -221,9 +215,7 @@ static int run_delete(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_init(&u);
 	urlpath_lit(&u, "/v1/snapshots");
 	urlpath_seg(&u, a->pos[0]);
-	struct client_response r;
-	int code = cli_request(ctx, "DELETE", &u, NULL, &r);
-	return code ? code : cli_show_nothing(ctx, &r);
+	return cli_call(ctx, "DELETE", &u, NULL, CLI_SHOW_NOTHING);
 }
 
 static const struct cli_cmd snapshot_cmds[] = {

@@ -75,10 +75,9 @@ static int run_build(struct cli_ctx *ctx, const struct args_result *a)
 	urlpath_lit(&u, "/v1/templates");
 	urlpath_seg(&u, a->pos[0]);
 	urlpath_lit(&u, "/build");
-	struct client_response r;
-	int code = cli_request(ctx, "POST", &u, body, &r);
+	int code = cli_call(ctx, "POST", &u, body, CLI_SHOW_FIELDS);
 	json_decref(body);
-	return code ? code : cli_show_fields(ctx, &r);
+	return code;
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

@@ -34,14 +34,6 @@ static void set_err(struct client_error *err, long status, const char *code, con
 
 /* ---- answer buffers ------------------------------------------------------- */
 
-size_t client__buf_write(char *data, size_t size, size_t nmemb, void *userdata)
-{
-	size_t n = size * nmemb;
-	if (dynbuf_add(userdata, data, n) < 0)
-		return 0; /* stops the transfer: CURLE_WRITE_ERROR */
-	return n;
-}
-
 /* ---- client --------------------------------------------------------------- */
 
 /* 0 if base is an http(s) URL without query or fragment, else -EINVAL. */
@@ -364,7 +356,7 @@ int client__json_answer(struct client *c, CURLcode cc, long status, struct dynbu
 				"the server's answer is larger than %u bytes", CLIENT_RESPONSE_MAX);
 			return -EFBIG;
 		}
-		if (cc == CURLE_WRITE_ERROR) { /* client__buf_write: out of memory */
+		if (cc == CURLE_WRITE_ERROR) { /* dynbuf_write: out of memory */
 			set_err(err, status, "out_of_memory", "out of memory");
 			return -ENOMEM;
 		}
@@ -405,7 +397,7 @@ int client_call(struct client *c, const char *method, const char *path, const js
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)(payload ? strlen(payload) : 0));
 	}
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, dynbuf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	long status;
 	CURLcode cc = client__perform(c, method, path, &status);

@@ -31,14 +31,6 @@ struct client {
 enum client_body_kind { CLIENT_BODY_NONE = 0, CLIENT_BODY_JSON = 1, CLIENT_BODY_BYTES = 2 };
 
 /*
- * client__buf_write - a CURLOPT_WRITEFUNCTION appending to a struct dynbuf
- * (userdata) whose cap is the largest answer taken.  Past the cap, or out of
- * memory, it stops the transfer (CURLE_WRITE_ERROR); the buffer's truncated
- * flag tells the two apart.
- */
-size_t client__buf_write(char *data, size_t size, size_t nmemb, void *userdata);
-
-/*
  * client__prepare - reset c's handle and set it up for method on path with
  * the headers for body kind.  Returns 0, -ENAMETOOLONG (URL too long),
  * -ENOMEM, -EIO.
@@ -67,7 +59,7 @@ CURLcode client__perform(struct client *c, const char *method, const char *path,
 
 /*
  * client__json_answer - the outcome of a request whose answer went to b
- * (client__buf_write): for a failed transfer (cc not CURLE_OK) -EFBIG
+ * (dynbuf_write): for a failed transfer (cc not CURLE_OK) -EFBIG
  * (response_too_large: b passed its cap), -ENOMEM, or client__transport_error;
  * for an HTTP error status client__http_error; else *resp from the JSON of b
  * (taken: b is left empty; an empty body gives json NULL; -EBADMSG when it

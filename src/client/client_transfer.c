@@ -105,7 +105,7 @@ int client_upload(struct client *c, const char *path, int fd, int64_t size, clie
 	curl_easy_setopt(h, CURLOPT_READDATA, &st);
 	if (size >= 0)
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)size);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client__buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, dynbuf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	set_progress(h, &pcb);
 	long status;

@@ -164,3 +164,9 @@ void dynbuf_free(struct dynbuf *b)
 	free(b->p);
 	dynbuf_init(b, b->cap);
 }
+
+size_t dynbuf_write(char *data, size_t size, size_t nmemb, void *b)
+{
+	size_t n = size * nmemb;
+	return dynbuf_add(b, data, n) == 0 ? n : 0;
+}

@@ -41,6 +41,15 @@ void dynbuf_init(struct dynbuf *b, size_t cap);
  */
 int dynbuf_add(struct dynbuf *b, const void *data, size_t n);
 
+/*
+ * dynbuf_write - a write callback of fwrite's and libcurl's shape
+ * (CURLOPT_WRITEFUNCTION with CURLOPT_WRITEDATA the dynbuf): appends size *
+ * nmemb bytes of data to the struct dynbuf b.  Returns size * nmemb, or 0
+ * when they did not all fit (over the cap or out of memory: libcurl then
+ * stops the transfer with CURLE_WRITE_ERROR).
+ */
+size_t dynbuf_write(char *data, size_t size, size_t nmemb, void *b);
+
 /* dynbuf_add_str - dynbuf_add of strlen(s) bytes. */
 int dynbuf_add_str(struct dynbuf *b, const char *s);
 

@@ -306,16 +306,28 @@ ssize_t util_read_full(int fd, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
-int util_write_file(const char *path, const void *buf, size_t len, unsigned mode)
+int util_write_file_opt(const char *path, const void *buf, size_t len, unsigned mode,
+			unsigned flags)
 {
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (flags & UTIL_FILE_PARENTS) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			int r = util_mkdir_p(dir, 0755);
+			if (r < 0)
+				return r;
+		}
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
 	int err = util_write_all(fd, buf, len);
-	if (!err && fsync(fd) < 0)
+	if (!err && (flags & UTIL_FILE_SYNC) && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)
 		err = -errno;
@@ -324,6 +336,11 @@ int util_write_file(const char *path, const void *buf, size_t len, unsigned mode
 	if (err)
 		unlink(tmp);
 	return err;
+}
+
+int util_write_file(const char *path, const void *buf, size_t len, unsigned mode)
+{
+	return util_write_file_opt(path, buf, len, mode, UTIL_FILE_SYNC);
 }
 
 void util_iso_time(int64_t ms, char out[32])

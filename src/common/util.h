@@ -75,8 +75,21 @@ int util_read_secret_line(const char *path, char *out, size_t cap, size_t *len);
 int util_read_fd(int fd, size_t cap, char **out, size_t *len);
 
 /* util_write_file - write len bytes to path atomically (temp + fsync +
- * rename) with mode. */
+ * rename) with mode.  0 or -errno. */
 int util_write_file(const char *path, const void *buf, size_t len, unsigned mode);
+
+/* Flags of util_write_file_opt. */
+#define UTIL_FILE_SYNC 1u    /* fsync before the rename (util_write_file) */
+#define UTIL_FILE_PARENTS 2u /* make path's missing parent folders (0755) */
+
+/*
+ * util_write_file_opt - util_write_file with flags: replace path with len
+ * bytes of buf, atomically (a temporary file beside it, renamed over it;
+ * removed again on failure; a link in its place is not followed).  0 or
+ * -errno.
+ */
+int util_write_file_opt(const char *path, const void *buf, size_t len, unsigned mode,
+			unsigned flags);
 
 /* util_write_all / util_read_full - loop over EINTR and short counts.
  * read_full returns bytes read (< n only at EOF) or -errno. */

@@ -43,9 +43,9 @@ static const char *const port_result_names[METRICS_PORT_N_RESULTS] = {
 };
 
 /* Resolver answers by rcode (RFC 1035 4.1.1); anything else is "other". */
-static const char *const rcode_names[] = {"noerror", "formerr", "servfail",
-					  "nxdomain", "notimp", "refused"};
-#define N_RCODES (sizeof(rcode_names) / sizeof(rcode_names[0]))
+static const char *const rcode_names[] = {"noerror", "formerr", "servfail", "nxdomain",
+					  "notimp",  "refused", "other"};
+#define N_RCODES (sizeof(rcode_names) / sizeof(rcode_names[0]) - 1) /* and "other" */
 static atomic_uint_fast64_t dns_answers[N_RCODES + 1];
 
 static const char *const event_names[METRICS_N_EVENTS] = {
@@ -132,6 +132,17 @@ static void write_hist(FILE *f, const char *name, const char *help, struct histo
 	fprintf(f, "%s_count %llu\n", name, (unsigned long long)atomic_load(&h->count));
 }
 
+/* One counter family: HELP, TYPE and a line per label value (names[i]
+ * for counters[i], n of them). */
+static void write_family(FILE *f, const char *name, const char *help, const char *label,
+			 const char *const *names, const atomic_uint_fast64_t *counters, size_t n)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s{%s=\"%s\"} %llu\n", name, label, names[i],
+			(unsigned long long)atomic_load(&counters[i]));
+}
+
 int metrics_write(FILE *f)
 {
 	fprintf(f, "# HELP pandastack_http_responses_total HTTP answers by status.\n"
@@ -157,16 +168,11 @@ int metrics_write(FILE *f)
 		   "pandastack_sandbox_creates_total{result=\"error\"} %llu\n",
 		(unsigned long long)atomic_load(&creates_ok),
 		(unsigned long long)atomic_load(&creates_failed));
-	fprintf(f, "# HELP pandastack_events_total Lifecycle events.\n"
-		   "# TYPE pandastack_events_total counter\n");
-	for (size_t i = 0; i < METRICS_N_EVENTS; i++)
-		fprintf(f, "pandastack_events_total{event=\"%s\"} %llu\n", event_names[i],
-			(unsigned long long)atomic_load(&events[i]));
-	fprintf(f, "# HELP pandastack_port_requests_total Requests for sandboxes' exposed ports "
-		   "by result.\n# TYPE pandastack_port_requests_total counter\n");
-	for (size_t i = 0; i < METRICS_PORT_N_RESULTS; i++)
-		fprintf(f, "pandastack_port_requests_total{result=\"%s\"} %llu\n",
-			port_result_names[i], (unsigned long long)atomic_load(&port_results[i]));
+	write_family(f, "pandastack_events_total", "Lifecycle events.", "event", event_names,
+		     events, METRICS_N_EVENTS);
+	write_family(f, "pandastack_port_requests_total",
+		     "Requests for sandboxes' exposed ports by result.", "result", port_result_names,
+		     port_results, METRICS_PORT_N_RESULTS);
 	fprintf(f, "# HELP pandastack_port_bytes_total Bytes carried for sandboxes' exposed ports "
 		   "(bodies and upgraded connections).\n"
 		   "# TYPE pandastack_port_bytes_total counter\n"
@@ -174,12 +180,8 @@ int metrics_write(FILE *f)
 		   "pandastack_port_bytes_total{direction=\"from_sandbox\"} %llu\n",
 		(unsigned long long)atomic_load(&port_bytes_up),
 		(unsigned long long)atomic_load(&port_bytes_down));
-	fprintf(f, "# HELP pandastack_dns_answers_total Sandbox resolver answers, by code.\n"
-		   "# TYPE pandastack_dns_answers_total counter\n");
-	for (size_t i = 0; i <= N_RCODES; i++)
-		fprintf(f, "pandastack_dns_answers_total{rcode=\"%s\"} %llu\n",
-			i < N_RCODES ? rcode_names[i] : "other",
-			(unsigned long long)atomic_load(&dns_answers[i]));
+	write_family(f, "pandastack_dns_answers_total", "Sandbox resolver answers, by code.",
+		     "rcode", rcode_names, dns_answers, N_RCODES + 1);
 	write_hist(f, "pandastack_sandbox_create_duration_seconds",
 		   "Time from create request to a running sandbox.", &create_hist);
 	write_hist(f, "pandastack_exec_duration_seconds",

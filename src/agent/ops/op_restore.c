@@ -115,28 +115,8 @@ static int write_pip_conf(const char *path, const char *url)
 			 url, http ? "trusted-host = " : "", http ? host : "", http ? "\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -E2BIG;
-	char dir[PATH_MAX], tmp[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		int r = util_mkdir_p(dir, 0755);
-		if (r < 0)
-			return r;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	int r = util_write_all(fd, text, (size_t)n);
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	return r;
+	/* rewritten at every restore: no fsync */
+	return util_write_file_opt(path, text, (size_t)n, 0644, UTIL_FILE_PARENTS);
 }
 
 /* Apply the request's index to env->pip_conf.  1 if the file now names
@@ -159,29 +139,12 @@ static void write_report(const struct restore_op *x, json_t *report)
 	if (!path)
 		return;
 	char *text = json_dumps(report, JSON_INDENT(1) | JSON_SORT_KEYS);
-	char dir[PATH_MAX], tmp[PATH_MAX];
-	int r = text ? 0 : -ENOMEM;
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!r && slash && slash != dir) {
-		*slash = '\0';
-		r = util_mkdir_p(dir, 0755);
-	}
-	if (!r && snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		r = -ENAMETOOLONG;
-	int fd = r ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (!r && fd < 0)
-		r = -errno;
-	if (fd >= 0) {
-		r = util_write_all(fd, text, strlen(text));
-		if (util_write_all(fd, "\n", 1) < 0 && !r)
-			r = -EIO;
-		if (close(fd) < 0 && !r)
-			r = -errno;
-		if (!r && rename(tmp, path) < 0)
-			r = -errno;
-		if (r)
-			unlink(tmp);
+	int r = -ENOMEM;
+	if (text) {
+		size_t n = strlen(text);
+		text[n] = '\n'; /* json_dumps left room for its NUL: the line's end */
+		r = util_write_file_opt(path, text, n + 1, 0644, UTIL_FILE_PARENTS);
+		text[n] = '\0';
 	}
 	free(text);
 	if (r < 0)

@@ -45,21 +45,25 @@ static json_t *fs_call(struct http_req *r, struct sbx *sb, json_t *req, const ch
 	return NULL;
 }
 
+/* Answer status with the stat object of path in sb. */
+static void reply_stat(struct http_req *r, struct sbx *sb, const char *path, unsigned status)
+{
+	json_t *res = fs_call(r, sb, json_pack("{s:s, s:s}", "op", "stat", "path", path), "stat");
+	json_t *o = res ? api_fs_entry_json(res) : NULL;
+	if (o)
+		http_reply_json(r, status, o);
+	else if (res)
+		http_reply_error(r, API_ERR_AGENT_ERROR, "the guest sent a malformed stat");
+	json_decref(res);
+}
+
 void api_fs_stat(struct http_req *r)
 {
 	const char *path = api_fs_query_path(r);
 	struct sbx *sb = path ? api_acquire(r) : NULL;
 	if (!sb)
 		return;
-	json_t *res = fs_call(r, sb, json_pack("{s:s, s:s}", "op", "stat", "path", path), "stat");
-	if (res) {
-		json_t *o = api_fs_entry_json(res);
-		if (o)
-			http_reply_json(r, 200, o);
-		else
-			http_reply_error(r, API_ERR_AGENT_ERROR, "the guest sent a malformed stat");
-		json_decref(res);
-	}
+	reply_stat(r, sb, path, 200);
 	sbx_release(sb);
 }
 
@@ -140,13 +144,7 @@ void api_fs_mkdir(struct http_req *r)
 			      "mkdir");
 	if (res) {
 		json_decref(res);
-		res = fs_call(r, sb, json_pack("{s:s, s:s}", "op", "stat", "path", b.path), "stat");
-		json_t *o = res ? api_fs_entry_json(res) : NULL;
-		if (o)
-			http_reply_json(r, 201, o);
-		else if (res)
-			http_reply_error(r, API_ERR_AGENT_ERROR, "the guest sent a malformed stat");
-		json_decref(res);
+		reply_stat(r, sb, b.path, 201);
 	}
 	mkdir_body_clear(&b);
 	sbx_release(sb);

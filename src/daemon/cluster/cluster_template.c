@@ -435,7 +435,7 @@ static size_t on_file_data(char *p, size_t size, size_t n, void *arg)
 	struct sink *s = arg;
 	size_t len = size * n;
 	if (s->mem)
-		return dynbuf_add(s->mem, p, len) == 0 ? len : 0;
+		return dynbuf_write(p, size, n, s->mem);
 	if (s->got + len > s->want) {
 		s->err = -EFBIG;
 		return 0;

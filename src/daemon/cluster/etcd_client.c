@@ -191,12 +191,6 @@ static void give_handle(struct etcd *e, CURL *h)
 		curl_easy_cleanup(h);
 }
 
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct dynbuf *b = arg;
-	return dynbuf_add(b, p, size * n) == 0 ? size * n : 0;
-}
-
 /* See etcd_int.h. */
 void etcd__set_common(struct etcd *e, CURL *h, const char *url, struct curl_slist *hdrs)
 {
@@ -327,7 +321,7 @@ static int post(struct etcd *e, const char *path, const char *body, const char *
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 				 (long)(left < ETCD_ATTEMPT_MS ? left : ETCD_ATTEMPT_MS));
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, dynbuf_write);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
 		CURLcode cc = curl_easy_perform(h);
 		long status = 0;
