@@ -561,15 +561,19 @@ print("reopened", reopened, flush=True)
 """
 
 
-def answered_within(url, key, timeout):
-    """True if GET url with key answers 200 within timeout seconds."""
+def answered_within(url, key, timeout, why=None):
+    """True if GET url with key answers 200 within timeout seconds; a
+    failure's reason is appended to why (a list) when given."""
     import urllib.request
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    t0 = time.time()
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             r.read()
             return r.status == 200
-    except Exception:
+    except Exception as e:  # noqa: BLE001 - any failure is a failure
+        if why is not None:
+            why.append(f"{type(e).__name__}: {e} after {time.time() - t0:.2f} s")
         return False
 
 
@@ -602,20 +606,21 @@ def test_slow_connections_do_not_lock_others_out(daemon_factory, tmp_root):
     attacker = subprocess.Popen([sys.executable, "-c", SLOW_CLIENT, str(d.port), "300", "60"],
                                 stdout=subprocess.PIPE, text=True)
     probes = failed = 0
+    why = []
     try:
         assert attacker.stdout.readline().strip() == "open"
         stop = time.time() + 60
         while time.time() < stop:
             for path in ("/healthz", "/v1/sandboxes"):
                 probes += 1
-                if not answered_within(d.url(path), d.admin_key, 1.0):
+                if not answered_within(d.url(path), d.admin_key, 1.0, why):
                     failed += 1
             time.sleep(0.3)
         out = attacker.communicate(timeout=60)[0]
     finally:
         attacker.kill()
         attacker.wait()
-    assert probes > 100 and failed == 0, (probes, failed)
+    assert probes > 100 and failed == 0, (probes, failed, why)
     assert int(out.split()[-1]) > 0, out  # the attacker really was pushed out, and came back
     # the slow ones were pushed out, not the probes: the daemon says so
     metrics = d.request("GET", "/metrics").body.decode()

@@ -195,19 +195,31 @@ static void drop(struct http_front *f, struct conn *c, const char *why)
 		drop_theirs(c);
 }
 
-/* The oldest connection still waiting for its head, of addr's address or
- * (addr NULL) of all, or NULL. */
+/*
+ * The connection to close to make room, of addr's address or (addr NULL)
+ * of all, or NULL: one still waiting for its head, the oldest, and among
+ * them first one that has sent part of a head and stalled (a plain-HTTP
+ * head that came in whole was handed over at once, so a legitimate client
+ * waits here only before its first bytes).  A plain-HTTP connection handed
+ * to libmicrohttpd has its whole head in and is never closed; over HTTPS
+ * the head is libmicrohttpd's to read, so those wait in C_HEAD.
+ */
 static struct conn *oldest_waiting(struct http_front *f, const struct sockaddr_storage *addr)
 {
 	struct conn *best = NULL;
+	int best_partial = 0;
 	for (size_t i = 0; i < f->nconns; i++) {
 		struct conn *c = &f->conns[i];
-		if (c->st != C_PENDING && c->st != C_HEAD)
+		if (c->st != C_PENDING && !(c->st == C_HEAD && f->cfg.tls))
 			continue;
 		if (addr && !same_ip(&c->addr, addr))
 			continue;
-		if (!best || c->since_ms < best->since_ms)
+		int partial = c->st == C_PENDING && c->seen > 0;
+		if (!best || partial > best_partial ||
+		    (partial == best_partial && c->since_ms < best->since_ms)) {
 			best = c;
+			best_partial = partial;
+		}
 	}
 	return best;
 }

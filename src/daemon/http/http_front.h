@@ -19,9 +19,11 @@
  *     (a total deadline, not one per read): a plain connection past it is
  *     answered 408 request_timeout, an HTTPS one is shut down;
  *   - when a new connection would pass per_ip_max for its address (or
- *     total_max in all), the oldest connection still in `head` of that
- *     address (or of all) is closed to make room; only when none is, the
- *     new one is refused (429 too_many_connections on plain HTTP, a close
+ *     total_max in all), a connection of that address (or of all) still
+ *     waiting for its head is closed to make room: first the oldest that
+ *     sent part of a head and stalled, else the oldest; a plain-HTTP one
+ *     whose head came in whole is never closed.  Only when none waits is
+ *     the new one refused (429 too_many_connections on plain HTTP, a close
  *     on HTTPS).  So a client that opens hundreds of slow connections only
  *     ever pushes out its own, and a request that sends its head at once is
  *     served.

@@ -267,14 +267,11 @@ static const char *watch_verdict(struct watch *w, int dir)
 	return NULL;
 }
 
-/* The monitor: starts QEMU, reports, logs, watches, records the exit.
- * Never returns.  A fork of a possibly multi-threaded process that never
- * execs: async-signal-safe calls only, for its whole life. */
-static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_opts *o)
+/* The monitor's own setup: default signal mask, no SIGPIPE/SIGHUP/SIGINT,
+ * every descriptor closed but those it or QEMU needs, stdio on /dev/null. */
+static void monitor_setup(struct spawn_fds *f, const struct spawn_opts *o)
 {
-	struct spawn_status st = {0, 0};
 	const struct jail *j = o->jail;
-	size_t cap = o->log_cap ? o->log_cap : SPAWN_DEFAULT_LOG_CAP;
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -310,20 +307,39 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 	dup2(f->devnull, 0);
 	dup2(f->devnull, 1);
 	dup2(f->devnull, 2);
+}
+
+/* Report st to the daemon (the stat pipe) and end the monitor. */
+static void monitor_fail(struct spawn_fds *f, struct spawn_status *st)
+{
+	write_full(f->stat[1], (const char *)st, sizeof(*st));
+	_exit(1);
+}
+
+/*
+ * Fork and exec QEMU (in its own PID namespace when jailed: the jail is
+ * entered in the child), then tell the daemon its pid or why it did not
+ * start (the stat pipe).  Returns QEMU's pid; does not return when the
+ * exec failed.
+ */
+static pid_t start_qemu(char *const argv[], struct spawn_fds *f, const struct spawn_opts *o)
+{
+	struct spawn_status st = {0, 0};
+	const struct jail *j = o->jail;
 	int ex[2];
 	if ((j && unshare(CLONE_NEWPID) < 0) || pipe2(ex, O_CLOEXEC) < 0) {
 		st.err = errno;
-		write_full(f->stat[1], (const char *)&st, sizeof(st));
-		_exit(1);
+		monitor_fail(f, &st);
 	}
 	pid_t q = fork();
 	if (q < 0) {
 		st.err = errno;
-		write_full(f->stat[1], (const char *)&st, sizeof(st));
-		_exit(1);
+		monitor_fail(f, &st);
 	}
 	if (q == 0) {
 		static char *const empty_env[] = {NULL};
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		for (int s = 1; s < NSIG; s++)
 			sigaction(s, &sa, NULL);
@@ -373,22 +389,39 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 			vmcg_remove(jail_cgroup(j));
 		_exit(1);
 	}
-	struct watch w = {.ino = -1, .lifeline = o->lifeline_fd > 0 ? o->lifeline_fd : -1};
-	if (o->watch) {
-		char self[64];
-		size_t so = 0;
-		put_str(self, sizeof(self), &so, "/proc/self/fd/");
-		put_int(self, sizeof(self), &so, f->dir);
-		w.ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-		if (w.ino >= 0 &&
-		    inotify_add_watch(w.ino, self,
-				      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-					      IN_DELETE_SELF | IN_ONLYDIR) < 0) {
-			close(w.ino);
-			w.ino = -1;
-		}
-		w.deadline = read_deadline(f->dir);
+	return q;
+}
+
+/* The watch of the VM's folder (o->watch: its deadline and removal) and of
+ * the daemon's lifeline, ready for watch_timeout and watch_verdict. */
+static void watch_open(struct watch *w, struct spawn_fds *f, const struct spawn_opts *o)
+{
+	*w = (struct watch){.ino = -1, .lifeline = o->lifeline_fd > 0 ? o->lifeline_fd : -1};
+	if (!o->watch)
+		return;
+	char self[64];
+	size_t so = 0;
+	put_str(self, sizeof(self), &so, "/proc/self/fd/");
+	put_int(self, sizeof(self), &so, f->dir);
+	w->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->ino >= 0 &&
+	    inotify_add_watch(w->ino, self,
+			      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+				      IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+		close(w->ino);
+		w->ino = -1;
 	}
+	w->deadline = read_deadline(f->dir);
+}
+
+/*
+ * Copy QEMU's stdout and stderr to their logs (cap bytes each) until both
+ * end, killing QEMU when the watch says so (its deadline passed, its folder
+ * went, its daemon went away before it was used).
+ */
+static void pump_until_exit(pid_t q, struct spawn_fds *f, const struct spawn_opts *o,
+			    struct watch *w, size_t cap)
+{
 	struct log_sink sinks[2] = {{f->out[0], f->con, 0, 0}, {f->err[0], f->log, 0, 0}};
 	char buf[16384];
 	for (;;) {
@@ -403,17 +436,17 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 		if (np == 0)
 			break;
 		int nlogs = np, pino = -1, plife = -1;
-		if (w.ino >= 0 && !w.killed) {
-			p[np].fd = w.ino;
+		if (w->ino >= 0 && !w->killed) {
+			p[np].fd = w->ino;
 			p[np].events = POLLIN;
 			pino = np++;
 		}
-		if (w.lifeline >= 0 && !w.killed) {
-			p[np].fd = w.lifeline;
+		if (w->lifeline >= 0 && !w->killed) {
+			p[np].fd = w->lifeline;
 			p[np].events = POLLIN;
 			plife = np++;
 		}
-		int pr = poll(p, (nfds_t)np, w.killed ? -1 : watch_timeout(&w));
+		int pr = poll(p, (nfds_t)np, w->killed ? -1 : watch_timeout(w));
 		if (pr < 0)
 			continue;
 		for (int i = 0; i < nlogs; i++) {
@@ -425,31 +458,32 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 				s->in = -1;
 			}
 		}
-		if (w.killed)
+		if (w->killed)
 			continue;
 		if (pino >= 0 && (p[pino].revents & POLLIN))
-			watch_events(&w, f->dir);
-		const char *why = o->watch ? watch_verdict(&w, f->dir) : NULL;
+			watch_events(w, f->dir);
+		const char *why = o->watch ? watch_verdict(w, f->dir) : NULL;
 		if (plife >= 0 && (p[plife].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char c;
-			ssize_t got = read(w.lifeline, &c, 1);
+			ssize_t got = read(w->lifeline, &c, 1);
 			if (got != 0 && !(got < 0 && (errno == EINTR || errno == EAGAIN))) {
-				close(w.lifeline); /* released (or broken: keep QEMU) */
-				w.lifeline = -1;
+				close(w->lifeline); /* released (or broken: keep QEMU) */
+				w->lifeline = -1;
 			} else if (got == 0) {
 				why = "its daemon went away before it was used";
 			}
 		}
 		if (why) {
-			w.killed = why;
+			w->killed = why;
 			kill(q, SIGKILL);
 		}
 	}
-	int ws = 0;
-	while (waitpid(q, &ws, 0) < 0 && errno == EINTR)
-		;
-	if (j)
-		vmcg_remove(jail_cgroup(j));
+}
+
+/* qemu.exit in the VM's folder: how QEMU ended (wait status ws) and, when
+ * the monitor killed it, why. */
+static void write_exit(struct spawn_fds *f, int ws, const char *killed)
+{
 	char line[160];
 	size_t o2 = 0;
 	if (WIFSIGNALED(ws)) {
@@ -462,9 +496,9 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 		put_str(line, sizeof(line), &o2, "exited ");
 		put_int(line, sizeof(line), &o2, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
 	}
-	if (w.killed) {
+	if (killed) {
 		put_str(line, sizeof(line), &o2, ": ");
-		put_str(line, sizeof(line), &o2, w.killed);
+		put_str(line, sizeof(line), &o2, killed);
 	}
 	put_str(line, sizeof(line), &o2, "\n");
 	int xf = openat(f->dir, "qemu.exit.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -473,6 +507,25 @@ static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_
 		close(xf);
 		renameat(f->dir, "qemu.exit.tmp", f->dir, "qemu.exit");
 	}
+}
+
+/* The monitor: starts QEMU, reports, logs, watches, records the exit.
+ * Never returns.  A fork of a possibly multi-threaded process that never
+ * execs: async-signal-safe calls only, for its whole life. */
+static void monitor(char *const argv[], struct spawn_fds *f, const struct spawn_opts *o)
+{
+	size_t cap = o->log_cap ? o->log_cap : SPAWN_DEFAULT_LOG_CAP;
+	monitor_setup(f, o);
+	pid_t q = start_qemu(argv, f, o);
+	struct watch w;
+	watch_open(&w, f, o);
+	pump_until_exit(q, f, o, &w, cap);
+	int ws = 0;
+	while (waitpid(q, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (o->jail)
+		vmcg_remove(jail_cgroup(o->jail));
+	write_exit(f, ws, w.killed);
 	_exit(0);
 }
 

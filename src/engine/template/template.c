@@ -268,6 +268,121 @@ static int check_file(const char *path, off_t min_size, char *err, size_t errlen
 	return 0;
 }
 
+/* Read <t->dir>/template.json into t (name, key, QEMU version, machine,
+ * disk cap).  0 or -errno with err. */
+static int read_manifest(struct template *t, char *err, size_t errlen)
+{
+	json_t *o = NULL;
+	int r = load_json(t->dir, &o, err, errlen);
+	if (r < 0)
+		return r;
+	char accel_s[8], rec_name[MANIFEST_NAME_MAX];
+	unsigned fmt = 0, tb = 0, cap_mib = JAIL_DEFAULT_DISK_CAP_MIB;
+	enum accel_kind rec_accel;
+	json_t *margs = json_object_get(o, "machine_args");
+	r = -EINVAL;
+	if (json_uint(o, "format", TEMPLATE_FORMAT, TEMPLATE_FORMAT, &fmt) < 0 ||
+	    json_get_str(o, "name", rec_name, sizeof(rec_name)) < 0 ||
+	    strcmp(rec_name, t->name) != 0 || json_get_str(o, "key", t->key, sizeof(t->key)) < 0 ||
+	    json_get_str(o, "qemu_version", t->qemu_version, sizeof(t->qemu_version)) < 0 ||
+	    json_uint(o, "memory_mib", 16, QEMU_MAX_MEMORY_MIB, &t->spec.memory_mib) < 0 ||
+	    json_uint(o, "vcpus", 1, QEMU_MAX_VCPUS, &t->spec.vcpus) < 0 ||
+	    json_uint(o, "tb_size_mib", 0, 4096, &tb) < 0 ||
+	    json_get_str(o, "accel", accel_s, sizeof(accel_s)) < 0 ||
+	    accel_parse(accel_s, &rec_accel) < 0 || rec_accel == ACCEL_AUTO ||
+	    !json_is_array(margs) || json_array_size(margs) > STRV_MAX_ITEMS) {
+		snprintf(err, errlen, "%s/template.json: missing or bad fields", t->dir);
+		goto out;
+	}
+	size_t i;
+	json_t *a;
+	json_array_foreach(margs, i, a) {
+		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a) ||
+		    strv_add(&t->machine_args, json_string_value(a)) < 0) {
+			snprintf(err, errlen, "%s/template.json: bad machine_args", t->dir);
+			goto out;
+		}
+	}
+	if (json_object_get(o, "disk_cap_mib") &&
+	    json_uint(o, "disk_cap_mib", 64, 1024u * 1024u, &cap_mib) < 0) {
+		snprintf(err, errlen, "%s/template.json: bad disk_cap_mib", t->dir);
+		goto out;
+	}
+	t->disk_cap_bytes = (uint64_t)cap_mib << 20;
+	t->spec.accel = rec_accel;
+	t->spec.tb_size_mib = tb;
+	r = 0;
+out:
+	json_decref(o);
+	return r;
+}
+
+/* The machine this engine would run now under accel must be the one t was
+ * baked for (QEMU's version and the machine arguments): then t->spec
+ * becomes it.  0, or -ESTALE (or -errno) with err. */
+static int check_machine(struct template *t, enum accel_kind accel, char *err, size_t errlen)
+{
+	char ver[QEMU_VERSION_MAX];
+	int r = engine_qemu_version(ver, sizeof(ver));
+	if (r < 0) {
+		snprintf(err, errlen, "cannot run %s --version: %s", qemu_binary(), strerror(-r));
+		return r;
+	}
+	if (strcmp(ver, t->qemu_version) != 0) {
+		snprintf(err, errlen, "template %s was baked with QEMU %s but this is QEMU %s; rebake it "
+			 "(make templates)", t->name, t->qemu_version, ver);
+		return -ESTALE;
+	}
+	struct machine_spec now;
+	struct strv now_args;
+	strv_init(&now_args);
+	engine_machine_spec(t->spec.memory_mib, t->spec.vcpus, accel, &now);
+	if ((r = qemu_machine_args(&now, &now_args)) < 0) {
+		strv_free(&now_args);
+		return r;
+	}
+	if (!strv_equal(&now_args, &t->machine_args)) {
+		char *was = strv_join(&t->machine_args, " ");
+		char *is = strv_join(&now_args, " ");
+		snprintf(err, errlen, "template %s was baked with machine arguments [%s] but this "
+			 "engine uses [%s]; rebake it (make templates)", t->name, was ? was : "?",
+			 is ? is : "?");
+		free(was);
+		free(is);
+		r = -ESTALE;
+	}
+	strv_free(&now_args);
+	if (r == 0)
+		t->spec = now;
+	return r;
+}
+
+/* t's files: there, of the right sizes, the bake's identity (the state's
+ * hash) and the layers below its disk.  0 or -errno with err. */
+static int check_files(struct template *t, char *err, size_t errlen)
+{
+	int r;
+	/* the identity first: a bake replacing the folder from here on shows
+	 * as a change, never as this one */
+	if (stat(t->state, &t->state_st) < 0)
+		memset(&t->state_st, 0, sizeof(t->state_st));
+	if ((r = check_file(t->memory, (off_t)t->spec.memory_mib << 20, err, errlen)) < 0 ||
+	    (r = check_file(t->state, 1, err, errlen)) < 0 ||
+	    (r = check_file(t->disk, 1, err, errlen)) < 0)
+		return r;
+	if ((r = file_sha256(t->state, TEMPLATE_STATE_MAX, t->bake_id)) < 0) {
+		snprintf(err, errlen, "%s: %s", t->state, strerror(-r));
+		return r == -EFBIG ? -EINVAL : r;
+	}
+	/* The layers below disk.qcow2, which a jailed QEMU must see too. */
+	if ((r = qcow2_backing_chain(t->disk, t->disk_chain)) < 0) {
+		snprintf(err, errlen, "%s: cannot read its backing chain: %s", t->disk, strerror(-r));
+		return r == -ENOENT ? -ENOENT : -EINVAL;
+	}
+	t->ndisk_chain = r;
+	return 0;
+}
+
 int template_open(const char *cache_dir, const char *name, enum accel_kind accel,
 		  struct template **out, char *err, size_t errlen)
 {
@@ -289,116 +404,15 @@ int template_open(const char *cache_dir, const char *name, enum accel_kind accel
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	if (snprintf(t->dir, sizeof(t->dir), "%s/templates/%s", cache_dir, name) >= (int)sizeof(t->dir) ||
 	    path_in(t->memory, t->dir, "memory") < 0 || path_in(t->state, t->dir, "state") < 0 ||
-	    path_in(t->disk, t->dir, "disk.qcow2") < 0) {
-		template_free(t);
-		return -ENAMETOOLONG;
-	}
-	json_t *o = NULL;
-	if ((r = load_json(t->dir, &o, err, errlen)) < 0) {
-		template_free(t);
-		return r;
-	}
-	char accel_s[8], rec_name[MANIFEST_NAME_MAX];
-	unsigned fmt = 0, tb = 0;
-	enum accel_kind rec_accel;
-	json_t *margs = json_object_get(o, "machine_args");
-	if (json_uint(o, "format", TEMPLATE_FORMAT, TEMPLATE_FORMAT, &fmt) < 0 ||
-	    json_get_str(o, "name", rec_name, sizeof(rec_name)) < 0 || strcmp(rec_name, name) != 0 ||
-	    json_get_str(o, "key", t->key, sizeof(t->key)) < 0 ||
-	    json_get_str(o, "qemu_version", t->qemu_version, sizeof(t->qemu_version)) < 0 ||
-	    json_uint(o, "memory_mib", 16, QEMU_MAX_MEMORY_MIB, &t->spec.memory_mib) < 0 ||
-	    json_uint(o, "vcpus", 1, QEMU_MAX_VCPUS, &t->spec.vcpus) < 0 ||
-	    json_uint(o, "tb_size_mib", 0, 4096, &tb) < 0 ||
-	    json_get_str(o, "accel", accel_s, sizeof(accel_s)) < 0 ||
-	    accel_parse(accel_s, &rec_accel) < 0 || rec_accel == ACCEL_AUTO ||
-	    !json_is_array(margs) || json_array_size(margs) > STRV_MAX_ITEMS) {
-		snprintf(err, errlen, "%s/template.json: missing or bad fields", t->dir);
-		json_decref(o);
-		template_free(t);
-		return -EINVAL;
-	}
-	size_t i;
-	json_t *a;
-	json_array_foreach(margs, i, a) {
-		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a) ||
-		    strv_add(&t->machine_args, json_string_value(a)) < 0) {
-			snprintf(err, errlen, "%s/template.json: bad machine_args", t->dir);
-			json_decref(o);
-			template_free(t);
-			return -EINVAL;
-		}
-	}
-	unsigned cap_mib = JAIL_DEFAULT_DISK_CAP_MIB;
-	if (json_object_get(o, "disk_cap_mib") &&
-	    json_uint(o, "disk_cap_mib", 64, 1024u * 1024u, &cap_mib) < 0) {
-		snprintf(err, errlen, "%s/template.json: bad disk_cap_mib", t->dir);
-		json_decref(o);
-		template_free(t);
-		return -EINVAL;
-	}
-	t->disk_cap_bytes = (uint64_t)cap_mib << 20;
-	json_decref(o);
-	t->spec.accel = rec_accel;
-	t->spec.tb_size_mib = tb;
-
-	/* The machine this engine would run now must be the one baked. */
-	char ver[QEMU_VERSION_MAX];
-	if ((r = engine_qemu_version(ver, sizeof(ver))) < 0) {
-		snprintf(err, errlen, "cannot run %s --version: %s", qemu_binary(), strerror(-r));
+	    path_in(t->disk, t->dir, "disk.qcow2") < 0)
+		r = -ENAMETOOLONG;
+	else if ((r = read_manifest(t, err, errlen)) == 0 &&
+		 (r = check_machine(t, accel, err, errlen)) == 0)
+		r = check_files(t, err, errlen);
+	if (r < 0) {
 		template_free(t);
 		return r;
 	}
-	if (strcmp(ver, t->qemu_version) != 0) {
-		snprintf(err, errlen, "template %s was baked with QEMU %s but this is QEMU %s; rebake it "
-			 "(make templates)", name, t->qemu_version, ver);
-		template_free(t);
-		return -ESTALE;
-	}
-	struct machine_spec now;
-	struct strv now_args;
-	strv_init(&now_args);
-	engine_machine_spec(t->spec.memory_mib, t->spec.vcpus, accel, &now);
-	if ((r = qemu_machine_args(&now, &now_args)) < 0) {
-		strv_free(&now_args);
-		template_free(t);
-		return r;
-	}
-	if (!strv_equal(&now_args, &t->machine_args)) {
-		char *was = strv_join(&t->machine_args, " ");
-		char *is = strv_join(&now_args, " ");
-		snprintf(err, errlen, "template %s was baked with machine arguments [%s] but this "
-			 "engine uses [%s]; rebake it (make templates)", name, was ? was : "?",
-			 is ? is : "?");
-		free(was);
-		free(is);
-		strv_free(&now_args);
-		template_free(t);
-		return -ESTALE;
-	}
-	strv_free(&now_args);
-	t->spec = now;
-	/* the identity first: a bake replacing the folder from here on shows
-	 * as a change, never as this one */
-	if (stat(t->state, &t->state_st) < 0)
-		memset(&t->state_st, 0, sizeof(t->state_st));
-	if ((r = check_file(t->memory, (off_t)t->spec.memory_mib << 20, err, errlen)) < 0 ||
-	    (r = check_file(t->state, 1, err, errlen)) < 0 ||
-	    (r = check_file(t->disk, 1, err, errlen)) < 0) {
-		template_free(t);
-		return r;
-	}
-	if ((r = file_sha256(t->state, TEMPLATE_STATE_MAX, t->bake_id)) < 0) {
-		snprintf(err, errlen, "%s: %s", t->state, strerror(-r));
-		template_free(t);
-		return r == -EFBIG ? -EINVAL : r;
-	}
-	/* The layers below disk.qcow2, which a jailed QEMU must see too. */
-	if ((r = qcow2_backing_chain(t->disk, t->disk_chain)) < 0) {
-		snprintf(err, errlen, "%s: cannot read its backing chain: %s", t->disk, strerror(-r));
-		template_free(t);
-		return r == -ENOENT ? -ENOENT : -EINVAL;
-	}
-	t->ndisk_chain = r;
 	seed_prepare(t);
 	*out = t;
 	return 0;

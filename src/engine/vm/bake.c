@@ -303,123 +303,127 @@ static int install(struct bake *b, const char *tmp, const char *final)
 	return 0;
 }
 
-int template_bake(const char *cache_dir, const char *name, enum accel_kind accel,
-		  int force, template_progress_fn progress, void *arg, char *err, size_t errlen)
+/*
+ * What a bake of m makes under accel: the machine (*spec, *margs: the
+ * caller frees margs), QEMU's version (ver) and the template key (key).
+ * Returns 1 when the template there already has that key (and !force),
+ * 0 to bake, or -errno with the reason told.
+ */
+static int bake_plan(struct bake *b, const char *cache_dir, const struct manifest *m,
+		     enum accel_kind *accel, int force, struct machine_spec *spec,
+		     struct strv *margs, char ver[QEMU_VERSION_MAX], char key[65])
 {
-	struct bake b = {name, progress, arg, util_now_ms(), err, errlen};
-	struct manifest *m = calloc(1, sizeof(*m));
-	char why[320], ver[QEMU_VERSION_MAX], key[65], old_key[65];
-	char tdir[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
-	char cmdline[MANIFEST_CMDLINE_MAX + 64];
+	char why[320], old_key[65];
 	int r;
-	err[0] = '\0';
-	if (!m)
-		return -ENOMEM;
-	if ((r = manifest_load(cache_dir, name, m, err, errlen)) < 0)
-		goto out;
-	if (accel == ACCEL_AUTO) {
-		if ((r = accel_resolve(ACCEL_AUTO, &accel, why, sizeof(why))) < 0) {
-			fail(&b, r, "%s", why);
-			goto out;
-		}
-		say(&b, "accelerator %s", why);
+	if (*accel == ACCEL_AUTO) {
+		if ((r = accel_resolve(ACCEL_AUTO, accel, why, sizeof(why))) < 0)
+			return fail(b, r, "%s", why);
+		say(b, "accelerator %s", why);
 	}
-	if ((r = engine_qemu_version(ver, sizeof(ver))) < 0) {
-		fail(&b, r, "cannot run %s --version: %s", qemu_binary(), strerror(-r));
-		goto out;
+	if ((r = engine_qemu_version(ver, QEMU_VERSION_MAX)) < 0)
+		return fail(b, r, "cannot run %s --version: %s", qemu_binary(), strerror(-r));
+	engine_machine_spec(m->memory_mib, m->vcpus, *accel, spec);
+	if ((r = qemu_machine_args(spec, margs)) < 0 ||
+	    (r = template_key_compute(m->key, ver, margs, key)) < 0)
+		return fail(b, r, "bad machine for %s: %s", b->name, strerror(-r));
+	if (!force && template_read_key(cache_dir, b->name, old_key) == 0 && !strcmp(old_key, key)) {
+		say(b, "up to date (key %.16s)", key);
+		return 1;
 	}
-	struct machine_spec spec;
-	struct strv margs;
-	strv_init(&margs);
-	engine_machine_spec(m->memory_mib, m->vcpus, accel, &spec);
-	if ((r = qemu_machine_args(&spec, &margs)) < 0 ||
-	    (r = template_key_compute(m->key, ver, &margs, key)) < 0) {
-		strv_free(&margs);
-		fail(&b, r, "bad machine for %s: %s", name, strerror(-r));
-		goto out;
-	}
-	if (!force && template_read_key(cache_dir, name, old_key) == 0 && !strcmp(old_key, key)) {
-		say(&b, "up to date (key %.16s)", key);
-		strv_free(&margs);
-		r = 0;
-		goto out;
-	}
+	return 0;
+}
+
+/* The folder the bake works in (tmp), beside where the template goes
+ * (final), both under <cache>/templates.  0 or -errno, told. */
+static int bake_stage(struct bake *b, const char *cache_dir, char tmp[PATH_MAX],
+		      char final[PATH_MAX])
+{
+	char tdir[PATH_MAX], rnd[6], hex[13];
+	int r;
 	snprintf(tdir, sizeof(tdir), "%s/templates", cache_dir);
-	if ((r = util_mkdir_p(tdir, 0755)) < 0) {
-		strv_free(&margs);
-		fail(&b, r, "%s: %s", tdir, strerror(-r));
-		goto out;
-	}
-	char rnd[6], hex[13];
+	if ((r = util_mkdir_p(tdir, 0755)) < 0)
+		return fail(b, r, "%s: %s", tdir, strerror(-r));
 	util_random(rnd, sizeof(rnd));
 	util_hex(rnd, sizeof(rnd), hex);
-	if (snprintf(final, sizeof(final), "%s/%s", tdir, name) >= (int)sizeof(final) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.bake-%s-%s", tdir, name, hex) >= (int)sizeof(tmp) - 32) {
-		strv_free(&margs);
-		r = -ENAMETOOLONG;
-		goto out;
-	}
+	if (snprintf(final, PATH_MAX, "%s/%s", tdir, b->name) >= PATH_MAX ||
+	    snprintf(tmp, PATH_MAX, "%s/.bake-%s-%s", tdir, b->name, hex) >= PATH_MAX - 32)
+		return -ENAMETOOLONG;
 	if (mkdir(tmp, 0755) < 0) {
 		r = -errno;
-		strv_free(&margs);
-		fail(&b, r, "%s: %s", tmp, strerror(-r));
-		goto out;
+		return fail(b, r, "%s: %s", tmp, strerror(-r));
 	}
-	say(&b, "key %.16s, QEMU %s, %u MiB, %u vCPU, %s", key, ver, spec.memory_mib, spec.vcpus,
-	    accel_name(accel));
-	engine_boot_cmdline(m, accel, cmdline, sizeof(cmdline));
+	return 0;
+}
 
-	struct vm *v = NULL;
-	struct guest_conn *a = NULL;
+/* Boot m in tmp until its agent answers, BAKE_BOOT_ATTEMPTS times at most
+ * (only a boot that hung is tried again).  0 with *v and *a, or -errno. */
+static int boot_with_retries(struct bake *b, const char *tmp, const struct manifest *m,
+			     const char *cmdline, const struct machine_spec *spec, struct vm **v,
+			     struct guest_conn **a)
+{
+	int r = -EIO;
 	for (int attempt = 1; attempt <= BAKE_BOOT_ATTEMPTS; attempt++) {
-		say(&b, "booting (attempt %d of %d)", attempt, BAKE_BOOT_ATTEMPTS);
-		r = boot_once(&b, tmp, m, cmdline, &spec, &v, &a);
+		say(b, "booting (attempt %d of %d)", attempt, BAKE_BOOT_ATTEMPTS);
+		r = boot_once(b, tmp, m, cmdline, spec, v, a);
 		if (r == 0)
-			break;
-		say(&b, "boot failed: %s", err);
-		if (a)
-			guest_conn_close(a);
-		a = NULL;
-		bake_vm_end(v);
-		v = NULL;
-		/* Only a boot that hung is worth another try. */
+			return 0;
+		say(b, "boot failed: %s", b->err);
+		if (*a)
+			guest_conn_close(*a);
+		*a = NULL;
+		bake_vm_end(*v);
+		*v = NULL;
 		if (r != -ETIMEDOUT && r != -ECONNRESET && r != -EIO)
 			break;
 	}
-	if (r < 0)
-		goto fail_tmp;
-	say(&b, "agent up; restore message");
+	return r;
+}
+
+/* The booted guest's restore message and warm-up, then its state saved to
+ * <tmp>/state with no host connected (every clone starts with its agent
+ * waiting for its host).  Ends the agent link and the VM either way.  0 or
+ * -errno, told. */
+static int warm_and_save(struct bake *b, const struct manifest *m, const char *tmp,
+			 struct vm *v, struct guest_conn *a)
+{
+	char path[PATH_MAX], msg[256];
+	int r;
+	say(b, "agent up; restore message");
 	if ((r = guest_conn_restore(a, NULL, 30000)) < 0) {
-		fail(&b, r, "the agent's restore failed: %s", strerror(-r));
-		goto fail_vm;
+		fail(b, r, "the agent's restore failed: %s", strerror(-r));
+		goto end;
 	}
 	if (m->warm_kernels > 0) {
-		say(&b, "warming %u code-context kernel%s%s%.60s", m->warm_kernels,
+		say(b, "warming %u code-context kernel%s%s%.60s", m->warm_kernels,
 		    m->warm_kernels == 1 ? "" : "s", m->warm[0] ? " with: " : "", m->warm);
-		if ((r = warm(&b, a, m->warm, m->warm_kernels)) < 0)
-			goto fail_vm;
+		if ((r = warm(b, a, m->warm, m->warm_kernels)) < 0)
+			goto end;
 	}
-	/* The snapshot is taken with no host connected: every clone starts
-	 * with the agent waiting for its host. */
 	guest_conn_close(a);
 	a = NULL;
-	say(&b, "saving state");
-	char msg[256];
+	say(b, "saving state");
 	if ((r = migrate_set_caps(v->qmp, 10000)) < 0 ||
 	    (r = qmp_call(v->qmp, "stop", NULL, 10000, NULL)) < 0) {
-		fail(&b, r, "%s", qmp_last_error(v->qmp));
-		goto fail_vm;
+		fail(b, r, "%s", qmp_last_error(v->qmp));
+		goto end;
 	}
 	engine_path_join(path, tmp, "state");
-	if ((r = migrate_save(v->qmp, path, BAKE_SAVE_MS, msg, sizeof(msg))) < 0) {
-		fail(&b, r, "saving the state failed: %s", msg);
-		goto fail_vm;
-	}
+	if ((r = migrate_save(v->qmp, path, BAKE_SAVE_MS, msg, sizeof(msg))) < 0)
+		fail(b, r, "saving the state failed: %s", msg);
+end:
+	if (a)
+		guest_conn_close(a);
 	bake_vm_end(v);
-	v = NULL;
+	return r;
+}
+
+/* What the template keeps of the bake's folder: the disk layer frozen, the
+ * console log under its bake name, the VM's sockets and logs gone. */
+static void tidy_stage(const char *tmp)
+{
+	char path[PATH_MAX], keep[PATH_MAX];
 	engine_path_join(path, tmp, "disk.qcow2");
 	chmod(path, 0444);
-	char keep[PATH_MAX];
 	engine_path_join(path, tmp, "console.log");
 	engine_path_join(keep, tmp, "bake-console.log");
 	rename(path, keep);
@@ -428,7 +432,42 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 		engine_path_join(path, tmp, drop[i]);
 		unlink(path);
 	}
-	if ((r = write_template_json(tmp, m, cmdline, &spec, &margs, ver, key, util_now_ms() - b.t0)) < 0) {
+}
+
+int template_bake(const char *cache_dir, const char *name, enum accel_kind accel,
+		  int force, template_progress_fn progress, void *arg, char *err, size_t errlen)
+{
+	struct bake b = {name, progress, arg, util_now_ms(), err, errlen};
+	struct manifest *m = calloc(1, sizeof(*m));
+	char ver[QEMU_VERSION_MAX], key[65], tmp[PATH_MAX], final[PATH_MAX];
+	char cmdline[MANIFEST_CMDLINE_MAX + 64];
+	struct machine_spec spec;
+	struct strv margs;
+	strv_init(&margs);
+	err[0] = '\0';
+	if (!m)
+		return -ENOMEM;
+	int r = manifest_load(cache_dir, name, m, err, errlen);
+	if (r < 0)
+		goto out;
+	r = bake_plan(&b, cache_dir, m, &accel, force, &spec, &margs, ver, key);
+	if (r != 0) {
+		r = r > 0 ? 0 : r; /* up to date: nothing to do */
+		goto out;
+	}
+	if ((r = bake_stage(&b, cache_dir, tmp, final)) < 0)
+		goto out;
+	say(&b, "key %.16s, QEMU %s, %u MiB, %u vCPU, %s", key, ver, spec.memory_mib, spec.vcpus,
+	    accel_name(accel));
+	engine_boot_cmdline(m, accel, cmdline, sizeof(cmdline));
+	struct vm *v = NULL;
+	struct guest_conn *a = NULL;
+	if ((r = boot_with_retries(&b, tmp, m, cmdline, &spec, &v, &a)) < 0 ||
+	    (r = warm_and_save(&b, m, tmp, v, a)) < 0)
+		goto fail_tmp;
+	tidy_stage(tmp);
+	if ((r = write_template_json(tmp, m, cmdline, &spec, &margs, ver, key,
+				     util_now_ms() - b.t0)) < 0) {
 		fail(&b, r, "cannot write template.json: %s", strerror(-r));
 		goto fail_tmp;
 	}
@@ -437,17 +476,11 @@ int template_bake(const char *cache_dir, const char *name, enum accel_kind accel
 	say(&b, "done: %s", final);
 	log_kv(LOG_INFO, "template.baked", "template=%s key=%.16s ms=%lld", name, key,
 	       (long long)(util_now_ms() - b.t0));
-	strv_free(&margs);
-	r = 0;
 	goto out;
-fail_vm:
-	if (a)
-		guest_conn_close(a);
-	bake_vm_end(v);
 fail_tmp:
-	strv_free(&margs);
 	util_rm_rf(tmp);
 out:
+	strv_free(&margs);
 	free(m);
 	return r;
 }
