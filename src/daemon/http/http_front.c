@@ -371,8 +371,6 @@ static void on_accept(struct http_front *f)
 	}
 }
 
-/* A pending connection is readable: peek at its head.  Called without the
- * lock (only this thread touches a pending entry). */
 /* Wake poll only when more than have bytes are queued (TCP honours
  * SO_RCVLOWAT in poll): a head that stops half-way costs no turns. */
 static void wake_after(int fd, size_t have)
@@ -381,6 +379,8 @@ static void wake_after(int fd, size_t have)
 	setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
 }
 
+/* A pending connection is readable: peek at its head.  Called without the
+ * lock (only this thread touches a pending entry). */
 static void on_readable(struct http_front *f, struct conn *c)
 {
 	int avail = 0;
@@ -406,6 +406,8 @@ static void on_readable(struct http_front *f, struct conn *c)
 		char ip[64];
 		log_kv(LOG_INFO, "http.bad_head", "client=%s code=%s",
 		       ip_text(&c->addr, ip, sizeof(ip)), api_errors_code(err));
+		if (lowat_set)
+			wake_after(c->fd, 0); /* the drain reads what is queued */
 		answer_ours(c, err, msg);
 		pthread_mutex_unlock(&f->mu);
 		return;
@@ -484,6 +486,8 @@ static int64_t sweep(struct http_front *f, int64_t now)
 			char msg[120];
 			snprintf(msg, sizeof(msg), "the request's head did not arrive within %u ms",
 				 f->cfg.head_timeout_ms);
+			if (c->seen > 0)
+				wake_after(c->fd, 0); /* the drain reads what is queued */
 			answer_ours(c, API_ERR_REQUEST_TIMEOUT, msg);
 		} else {
 			drop(f, c, "head_timeout");
