@@ -303,6 +303,28 @@ class PortServer:
         self.d.request("POST", f"/v1/sandboxes/{self.sid}/exec", {"cmd": f"kill {self.pid}"})
 
 
+def context_create(d, sid, **body):
+    """A new code context in sandbox sid (its object)."""
+    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", body)
+    assert r.status == 201, r
+    return r.json()
+
+
+def context_run(d, sid, cid, code, **fields):
+    """One run of code in context cid (its execution object)."""
+    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code",
+                  dict(fields, code=code))
+    assert r.status == 200, r
+    return r.json()
+
+
+def context_stdout(d, sid, cid, code):
+    """The stdout of one run of code in context cid; fails on an error."""
+    ex = context_run(d, sid, cid, code)
+    assert ex["error"] is None, ex
+    return ex["stdout"]
+
+
 def wait_for(pred, timeout, interval=0.1, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:

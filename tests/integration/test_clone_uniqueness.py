@@ -8,7 +8,6 @@ its bound and reported.
 """
 import hashlib
 import json
-import os
 import pathlib
 import re
 import shutil
@@ -18,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import CACHE, ROOT, Daemon, create_sandbox, exec_cmd, reap_vms
+from conftest import (
+    CACHE, ROOT, Daemon, context_create, context_stdout, create_sandbox, exec_cmd, reap_vms)
 
 CI = "code-interpreter"
 HOOKS = "/etc/pandastack/after-restore.d"
@@ -39,18 +39,10 @@ def daemon(template):
 
 
 def new_context(d, sid):
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", {})
-    assert r.status == 201, r
-    return r.json()["id"]
+    return context_create(d, sid)["id"]
 
 
-def run(d, sid, cid, code):
-    """The context's stdout for code; fails on an error."""
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code", {"code": code})
-    assert r.status == 200, r
-    ex = r.json()
-    assert ex["error"] is None, ex
-    return ex["stdout"]
+run = context_stdout
 
 
 def fork(d, sid):

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import Daemon, create_sandbox, read_sse, reap_vms, wait_for
+from conftest import (
+    Daemon, context_create, context_run, create_sandbox, read_sse, reap_vms, wait_for)
 
 
 def templates_ready(d):
@@ -48,18 +49,11 @@ def base(ctx_daemon):
     ctx_daemon.request("DELETE", f"/v1/sandboxes/{s['id']}")
 
 
-def new_context(d, sid, **body):
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", body)
-    assert r.status == 201, r
-    return r.json()
+new_context = context_create
 
 
 def run(d, sid, cid, code, **fields):
-    body = {"code": code}
-    body.update(fields)
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code", body)
-    assert r.status == 200, r
-    ex = r.json()
+    ex = context_run(d, sid, cid, code, **fields)
     assert set(ex) == {"results", "stdout", "stderr", "error", "execution_count",
                        "exit_code", "duration_ms"}, ex
     assert ex["exit_code"] == (1 if ex["error"] else 0)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import Daemon, create_sandbox, reap_vms
+from conftest import Daemon, context_create, context_run, create_sandbox, reap_vms
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -44,16 +44,8 @@ def sid(d):
 CONTEXTS = {}
 
 
-def new_context(d, sid, **body):
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", body)
-    assert r.status == 201, r
-    return r.json()
-
-
-def run(d, sid, cid, code):
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code", {"code": code})
-    assert r.status == 200, r
-    return r.json()
+new_context = context_create
+run = context_run
 
 
 def download(d, sid, path):

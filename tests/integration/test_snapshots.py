@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from conftest import Daemon, create_sandbox, exec_cmd, reap_vms, wait_for
+from conftest import (
+    Daemon, context_create, context_stdout, create_sandbox, exec_cmd, reap_vms, wait_for)
 
 CI = "code-interpreter"
 
@@ -36,18 +37,10 @@ def snap_daemon(template):
 
 
 def new_context(d, sid):
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts", {})
-    assert r.status == 201, r
-    return r.json()["id"]
+    return context_create(d, sid)["id"]
 
 
-def run(d, sid, cid, code):
-    """The context's stdout for code; fails on an error."""
-    r = d.request("POST", f"/v1/sandboxes/{sid}/contexts/{cid}/run_code", {"code": code})
-    assert r.status == 200, r
-    ex = r.json()
-    assert ex["error"] is None, ex
-    return ex["stdout"]
+run = context_stdout
 
 
 def fork(d, sid, count, **body):

@@ -438,6 +438,49 @@ HARNESS const char *harness_sleep_token(char *buf, size_t len)
 	return buf;
 }
 
+/* The fixture of a test that talks to one agent: the agent and a link to
+ * it (guest_conn), and a scratch path for the test. */
+struct agent_fixture {
+	struct agent_proc a;
+	struct guest_conn *c;
+	char path[PATH_MAX];
+};
+
+/* cmocka setup: start an agent, link to it.  0, or -1 (the test fails). */
+HARNESS int agent_fixture_setup(void **state)
+{
+	struct agent_fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	if (harness_start(&f->a) != 0) {
+		free(f);
+		return -1;
+	}
+	if (guest_conn_open(f->a.sock, 5000, &f->c) != 0) {
+		harness_stop(&f->a);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+/* A cmocka test of fn with an agent_fixture. */
+#define AGENT_TEST(fn) \
+	cmocka_unit_test_setup_teardown(fn, agent_fixture_setup, agent_fixture_teardown)
+
+/* cmocka teardown: the agent must still be alive (nothing a test did
+ * killed it) and exit cleanly (no leak or sanitizer report).  0 or -1. */
+HARNESS int agent_fixture_teardown(void **state)
+{
+	struct agent_fixture *f = *state;
+	guest_conn_close(f->c);
+	int alive = harness_alive(&f->a);
+	int clean = harness_stop(&f->a) == 0;
+	free(f);
+	return alive && clean ? 0 : -1;
+}
+
 /* Deterministic test bytes: xorshift64 continuing from *state; the stream
  * is the same however it is sliced as long as every n is a multiple of 8. */
 HARNESS void harness_fill(uint64_t *state, uint8_t *p, size_t n)

@@ -20,33 +20,8 @@
 /* The agent keeps this much output per channel (commands.h). */
 #define KEEP (1024 * 1024)
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a));
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
-	free(f);
-	return 0;
-}
-
 /* command_start of cmd as id; returns the END (new reference). */
-static json_t *start(struct fixture *f, const char *id, const char *cmd)
+static json_t *start(struct agent_fixture *f, const char *id, const char *cmd)
 {
 	return harness_call(f->c, json_pack("{s:s, s:s, s:s}", "op", "command_start", "id", id,
 					   "cmd", cmd));
@@ -54,7 +29,7 @@ static json_t *start(struct fixture *f, const char *id, const char *cmd)
 
 /* command_output of id from the offsets, waiting up to wait_ms; r gets the
  * bytes and the END. */
-static void output(struct fixture *f, const char *id, json_int_t out_off, json_int_t err_off,
+static void output(struct agent_fixture *f, const char *id, json_int_t out_off, json_int_t err_off,
 		   json_int_t wait_ms, struct exec_result *r)
 {
 	json_t *req = json_pack("{s:s, s:s, s:I, s:I, s:I}", "op", "command_output", "id", id,
@@ -75,7 +50,7 @@ static json_t *command_of(json_t *end)
 }
 
 /* Wait up to ms for id's output from offset 0 to contain want on stdout. */
-static void wait_stdout(struct fixture *f, const char *id, const char *want, int ms)
+static void wait_stdout(struct agent_fixture *f, const char *id, const char *want, int ms)
 {
 	int64_t end = util_now_ms() + ms;
 	for (;;) {
@@ -91,7 +66,7 @@ static void wait_stdout(struct fixture *f, const char *id, const char *want, int
 
 /* Wait until id's stderr holds at least n bytes (the agent reads stdout and
  * stderr from separate pipes: one may be taken before the other). */
-static void wait_stderr_len(struct fixture *f, const char *id, size_t n, int ms)
+static void wait_stderr_len(struct agent_fixture *f, const char *id, size_t n, int ms)
 {
 	int64_t end = util_now_ms() + ms;
 	for (;;) {
@@ -109,7 +84,7 @@ static void wait_stderr_len(struct fixture *f, const char *id, size_t n, int ms)
 
 static void test_start_list_output_kill(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[64];
 	harness_sleep_token(tok, sizeof(tok));
 	char cmd[256];
@@ -179,7 +154,7 @@ static void test_start_list_output_kill(void **state)
 /* A waiting read answers as soon as output comes. */
 static void test_output_wait_wakes(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *st = start(f, "cmd_w", "sleep 0.5; echo late; sleep 30");
 	assert_null(end_error(st));
 	json_decref(st);
@@ -199,7 +174,7 @@ static void test_output_wait_wakes(void **state)
 /* Past the kept window the oldest bytes go, and a read says how many. */
 static void test_output_window(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	/* 3 MiB of 'a', then one 'z' */
 	json_t *st = start(f, "cmd_big", "head -c 3145728 /dev/zero | tr '\\0' a; printf z");
 	assert_null(end_error(st));
@@ -237,7 +212,7 @@ static void test_output_window(void **state)
 
 static void test_stdin(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *st = start(f, "cmd_cat", "cat");
 	assert_null(end_error(st));
 	json_decref(st);
@@ -290,7 +265,7 @@ static void test_stdin(void **state)
  * says how much went in. */
 static void test_stdin_timeout(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *st = start(f, "cmd_deaf", "sleep 30");
 	assert_null(end_error(st));
 	json_decref(st);
@@ -316,7 +291,7 @@ static void test_stdin_timeout(void **state)
 
 static void test_timeout_only_when_asked(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *st = harness_call(f->c, json_pack("{s:s, s:s, s:s, s:i}", "op", "command_start",
 						  "id", "cmd_t", "cmd", "sleep 30", "timeout_ms",
 						  300));
@@ -349,7 +324,7 @@ static void test_timeout_only_when_asked(void **state)
 
 static void test_kill_signal(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *st = start(f, "cmd_trap", "trap 'echo got-term; exit 3' TERM; "
 					   "while true; do sleep 0.1; done");
 	assert_null(end_error(st));
@@ -371,7 +346,7 @@ static void test_kill_signal(void **state)
 
 static void test_commands_outlive_the_host(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[64], cmd[256];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "sleep %s", tok);
@@ -397,7 +372,7 @@ static void test_commands_outlive_the_host(void **state)
 
 static void test_errors(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	static const char *const unknown[] = {"command_kill", "command_output", "command_stdin"};
 	for (size_t i = 0; i < 3; i++) {
 		json_t *e = harness_call(f->c, json_pack("{s:s, s:s}", "op", unknown[i], "id",
@@ -428,7 +403,7 @@ static void test_errors(void **state)
 
 static void test_record_limit(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char id[32];
 	/* 32 running: the 33rd is refused */
 	for (int i = 0; i < 32; i++) {
@@ -486,16 +461,16 @@ static void test_agent_exit_kills_commands(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_start_list_output_kill, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_wait_wakes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_window, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeout_only_when_asked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_kill_signal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_commands_outlive_the_host, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_record_limit, setup, teardown),
+		AGENT_TEST(test_start_list_output_kill),
+		AGENT_TEST(test_output_wait_wakes),
+		AGENT_TEST(test_output_window),
+		AGENT_TEST(test_stdin),
+		AGENT_TEST(test_stdin_timeout),
+		AGENT_TEST(test_timeout_only_when_asked),
+		AGENT_TEST(test_kill_signal),
+		AGENT_TEST(test_commands_outlive_the_host),
+		AGENT_TEST(test_errors),
+		AGENT_TEST(test_record_limit),
 		cmocka_unit_test(test_agent_exit_kills_commands),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,11 +27,6 @@
 #define CREATE_MS 120000
 #define RUN_MS 60000
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-};
-
 /* Everything one context_run produced. */
 struct run {
 	char *out, *err;     /* stdout / stderr text, NUL-terminated */
@@ -52,26 +47,6 @@ static void run_clear(struct run *r)
 static int have_ipykernel(void)
 {
 	return system("/usr/bin/python3 -c 'import ipykernel' >/dev/null 2>&1") == 0;
-}
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a));
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: kernels stopped, no leak */
-	free(f);
-	return 0;
 }
 
 /* context_create id with extra fields (stolen, may be NULL); the END. */
@@ -167,7 +142,7 @@ static const char *error_value(json_t *end)
 
 static void test_create_run_state_and_errors(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_a", NULL);
 	assert_null(end_error(end));
 	assert_string_equal(json_string_value(json_object_get(end, "id")), "ctx_a");
@@ -219,7 +194,7 @@ static void test_create_run_state_and_errors(void **state)
 
 static void test_create_errors(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_b", json_pack("{s:s}", "cwd", "/nonexistent/dir"));
 	assert_string_equal(end_error(end), "ENOENT");
 	json_decref(end);
@@ -247,7 +222,7 @@ static void test_create_errors(void **state)
 
 static void test_env_and_cwd(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_env",
 				 json_pack("{s:s, s:{s:s}}", "cwd", "/tmp", "env", "GREETING",
 					   "it's \"quoted\""));
@@ -270,7 +245,7 @@ static void test_env_and_cwd(void **state)
  */
 static void test_output_after_the_cell_ended(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_late", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -303,7 +278,7 @@ static void test_output_after_the_cell_ended(void **state)
  */
 static void test_notebook_file(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/pandastack-test-%d.ipynb", (int)getpid());
 	unlink(path);
@@ -340,7 +315,7 @@ static void test_notebook_file(void **state)
 
 static void test_busy_context_queues(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_q", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -372,7 +347,7 @@ static void test_busy_context_queues(void **state)
 
 static void test_timeout_keeps_state(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_t", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -392,7 +367,7 @@ static void test_timeout_keeps_state(void **state)
 
 static void test_dead_kernel_restarts(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_d", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -414,7 +389,7 @@ static void test_dead_kernel_restarts(void **state)
 
 static void test_cancel_run(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_c", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -443,7 +418,7 @@ static void test_cancel_run(void **state)
  * run up for minutes). */
 static void test_close_interrupts(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_q", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -478,7 +453,7 @@ static void test_close_interrupts(void **state)
  * later cell of the kernel came back empty). */
 static void test_output_over_the_frame_cap(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_big", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -496,7 +471,7 @@ static void test_output_over_the_frame_cap(void **state)
 
 static void test_delete_and_interrupt(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_x", NULL);
 	assert_null(end_error(end));
 	long pid = (long)json_integer_value(json_object_get(end, "pid"));
@@ -539,7 +514,7 @@ static void test_delete_and_interrupt(void **state)
 
 static void test_idle_reaper(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_idle", json_pack("{s:i}", "idle_timeout_ms", 1500));
 	assert_null(end_error(end));
 	json_decref(end);
@@ -567,7 +542,7 @@ static void test_idle_reaper(void **state)
 
 static void test_contexts_survive_the_host(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = create_ctx(f->c, "ctx_h", NULL);
 	assert_null(end_error(end));
 	json_decref(end);
@@ -590,7 +565,7 @@ static void test_contexts_survive_the_host(void **state)
 
 static void test_pool_and_reseed(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *res = NULL;
 	/* two warm kernels, as code-interpreter's template has */
 	json_t *req = json_pack("{s:s, s:s, s:i}", "op", "context_pool", "code", "warm_marker = 1",
@@ -648,7 +623,7 @@ static void test_pool_and_reseed(void **state)
 static void test_agent_exit_stops_kernels(void **state)
 {
 	(void)state;
-	struct fixture f = {0};
+	struct agent_fixture f = {0};
 	assert_int_equal(harness_start(&f.a), 0);
 	assert_int_equal(guest_conn_open(f.a.sock, 5000, &f.c), 0);
 	json_t *end = create_ctx(f.c, "ctx_exit", NULL);
@@ -674,21 +649,21 @@ int main(void)
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_run_state_and_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_env_and_cwd, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_busy_context_queues, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_after_the_cell_ended, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_notebook_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dead_kernel_restarts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cancel_run, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_close_interrupts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_over_the_frame_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete_and_interrupt, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idle_reaper, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_contexts_survive_the_host, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_and_reseed, setup, teardown),
+		AGENT_TEST(test_create_run_state_and_errors),
+		AGENT_TEST(test_create_errors),
+		AGENT_TEST(test_env_and_cwd),
+		AGENT_TEST(test_busy_context_queues),
+		AGENT_TEST(test_output_after_the_cell_ended),
+		AGENT_TEST(test_notebook_file),
+		AGENT_TEST(test_timeout_keeps_state),
+		AGENT_TEST(test_dead_kernel_restarts),
+		AGENT_TEST(test_cancel_run),
+		AGENT_TEST(test_close_interrupts),
+		AGENT_TEST(test_output_over_the_frame_cap),
+		AGENT_TEST(test_delete_and_interrupt),
+		AGENT_TEST(test_idle_reaper),
+		AGENT_TEST(test_contexts_survive_the_host),
+		AGENT_TEST(test_pool_and_reseed),
 		cmocka_unit_test(test_agent_exit_stops_kernels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,40 +24,14 @@
 #include "agent_harness.h"
 #include "common/proto.h"
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-	char path[PATH_MAX]; /* scratch for tests */
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
-	free(f);
-	return 0;
-}
-
 /* f->path = workspace + "/" + rel */
-static const char *ws_path(struct fixture *f, const char *rel)
+static const char *ws_path(struct agent_fixture *f, const char *rel)
 {
 	snprintf(f->path, sizeof(f->path), "%.3000s/%s", f->a.ws, rel);
 	return f->path;
 }
 
-static json_t *call(struct fixture *f, const char *op, const char *path)
+static json_t *call(struct agent_fixture *f, const char *op, const char *path)
 {
 	return harness_call(f->c, json_pack("{s:s, s:s}", "op", op, "path", path));
 }
@@ -73,7 +47,7 @@ static void expect_error(json_t *end, const char *code)
 
 static void test_roundtrip_1mib(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	size_t n = 1u << 20;
 	uint8_t *data = malloc(n);
 	assert_non_null(data);
@@ -115,7 +89,7 @@ static void test_roundtrip_1mib(void **state)
 
 static void test_empty_file_and_replace(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s", ws_path(f, "x.txt"));
 	json_t *end = harness_write_file(f->c, path, "", 0, 0600);
@@ -142,7 +116,7 @@ static void test_empty_file_and_replace(void **state)
 
 static void test_list_stat_mkdir_remove(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *end = harness_call(f->c, json_pack("{s:s, s:s, s:i}", "op", "mkdir", "path",
 						   ws_path(f, "d/e/f"), "mode", 0700));
 	assert_null(end_error(end));
@@ -194,7 +168,7 @@ static void test_list_stat_mkdir_remove(void **state)
 
 static void test_list_truncates_at_10000(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	const char *dir = ws_path(f, "many");
 	assert_int_equal(mkdir(dir, 0755), 0);
 	char p[PATH_MAX + 32];
@@ -218,7 +192,7 @@ static void test_list_truncates_at_10000(void **state)
 
 static void test_distinct_errors(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_decref(harness_write_file(f->c, ws_path(f, "plain"), "x", 1, 0644));
 	expect_error(call(f, "file_read", ws_path(f, "missing")), "ENOENT");
 	expect_error(call(f, "stat", ws_path(f, "missing")), "ENOENT");
@@ -283,7 +257,7 @@ static void test_eacces(void **state)
 /* An upload cancelled half-way leaves neither the target nor a temporary. */
 static void test_cancelled_upload_leaves_nothing(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *req = json_pack("{s:s, s:s}", "op", "file_write", "path", ws_path(f, "part"));
 	struct guest_stream *s;
 	assert_int_equal(guest_stream_open(f->c, req, &s), 0);
@@ -318,7 +292,7 @@ static ssize_t host_read(const char *path, char *buf, size_t len)
  * whole and announces the true size (the daemon sends it as Content-Length). */
 static void test_pseudo_files_read_whole(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	static const char *const paths[] = {"/proc/version", "/proc/cpuinfo",
 					    "/sys/devices/system/cpu/online"};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
@@ -361,7 +335,7 @@ static void test_pseudo_files_read_whole(void **state)
  * variables) is refused with EFBIG, not cut. */
 static void test_pseudo_file_over_cap(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	enum { NVARS = 10, VARLEN = 120 * 1024 };
 	char *envp[NVARS + 1];
 	for (int i = 0; i < NVARS; i++) {
@@ -407,7 +381,7 @@ static void test_pseudo_file_over_cap(void **state)
  * would replace, say, /dev/null for every later command. */
 static void test_upload_refuses_special_files(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char fifo[PATH_MAX], sock[PATH_MAX], dev[PATH_MAX], link[PATH_MAX];
 	snprintf(fifo, sizeof(fifo), "%s", ws_path(f, "fifo"));
 	snprintf(sock, sizeof(sock), "%s", ws_path(f, "sock"));
@@ -461,7 +435,7 @@ static void test_upload_refuses_special_files(void **state)
 
 static void test_stream_limit(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct guest_stream *s[PROTO_MAX_STREAMS];
 	char name[64];
 	for (unsigned i = 0; i < PROTO_MAX_STREAMS; i++) {
@@ -495,7 +469,7 @@ static void test_stream_limit(void **state)
 /* Non-UTF-8 names are listed (with U+FFFD) instead of failing the list. */
 static void test_odd_names(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	int fd = open(ws_path(f, "bad\xff\xfename"), O_WRONLY | O_CREAT, 0644);
 	assert_true(fd >= 0);
 	close(fd);
@@ -511,19 +485,18 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_roundtrip_1mib, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_file_and_replace, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_stat_mkdir_remove, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_truncates_at_10000, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_distinct_errors, setup, teardown),
+		AGENT_TEST(test_roundtrip_1mib),
+		AGENT_TEST(test_empty_file_and_replace),
+		AGENT_TEST(test_list_stat_mkdir_remove),
+		AGENT_TEST(test_list_truncates_at_10000),
+		AGENT_TEST(test_distinct_errors),
 		cmocka_unit_test(test_eacces),
-		cmocka_unit_test_setup_teardown(test_cancelled_upload_leaves_nothing, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_stream_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_odd_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pseudo_files_read_whole, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pseudo_file_over_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_upload_refuses_special_files, setup, teardown),
+		AGENT_TEST(test_cancelled_upload_leaves_nothing),
+		AGENT_TEST(test_stream_limit),
+		AGENT_TEST(test_odd_names),
+		AGENT_TEST(test_pseudo_files_read_whole),
+		AGENT_TEST(test_pseudo_file_over_cap),
+		AGENT_TEST(test_upload_refuses_special_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

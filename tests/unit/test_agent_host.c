@@ -20,36 +20,11 @@
 #include "common/pip_index.h"
 #include "common/proto.h"
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
-	free(f);
-	return 0;
-}
-
 /* --- exec basics ------------------------------------------------------------ */
 
 static void test_exit_codes_and_signals(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct exec_result r;
 	assert_int_equal(harness_sh(f->c, "exit 7", &r), 0);
 	assert_null(end_error(r.end));
@@ -76,7 +51,7 @@ static void test_exit_codes_and_signals(void **state)
 
 static void test_stdout_and_stderr(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct exec_result r;
 	assert_int_equal(harness_sh(f->c, "echo out; echo err >&2; printf 'x\\0y'", &r), 0);
 	assert_int_equal(r.outlen, 7);
@@ -89,7 +64,7 @@ static void test_stdout_and_stderr(void **state)
 
 static void test_env(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct exec_result r;
 	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s}}", "op", "exec", "cmd",
 				"printf '%s|%s|%s|%s' \"$FOO\" \"$HOME\" \"$LANG\" \"$PATH\"", "env",
@@ -111,7 +86,7 @@ static void test_env(void **state)
 
 static void test_cwd(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct exec_result r;
 	char real[PATH_MAX], want[PATH_MAX + 2];
 	assert_non_null(realpath(f->a.ws, real));
@@ -133,7 +108,7 @@ static void test_cwd(void **state)
 
 static void test_stdin(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct exec_result r;
 	/* given input arrives whole */
 	json_t *req = json_pack("{s:s, s:s, s:b}", "op", "exec", "cmd", "cat", "stdin", 1);
@@ -170,7 +145,7 @@ static void test_stdin(void **state)
 
 static void test_stdout_20mib(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	/* seq 1 3000000 is 22.9 MB; build the same text here */
 	size_t cap = 24u << 20, n = 0;
 	char *want = malloc(cap);
@@ -191,7 +166,7 @@ static void test_stdout_20mib(void **state)
 
 static void test_timeout_kills_tree(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[32], cmd[128];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "sleep %s & sleep %s", tok, tok);
@@ -272,7 +247,7 @@ static void exec_own_cgroup(struct guest_conn *c, char *buf, size_t len)
  * control: without --cgroup it stays in the agent's. */
 static void test_exec_runs_in_its_own_group(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char cg[PATH_MAX], mine[PATH_MAX + 16], got[PATH_MAX + 16], other[PATH_MAX + 16];
 	snprintf(mine, sizeof(mine), "/pandastack-test-%d/exec-", (int)getpid());
 	exec_own_cgroup(f->c, got, sizeof(got));
@@ -296,7 +271,7 @@ static void test_exec_runs_in_its_own_group(void **state)
 
 static void test_cancel_kills_command(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[32], cmd[128];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "echo started; sleep %s; echo never", tok);
@@ -326,7 +301,7 @@ static void test_cancel_kills_command(void **state)
  * hold the exec open for ever; it keeps running. */
 static void test_background_job_does_not_hold_exec(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[32], cmd[160];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "sleep %s & echo started", tok);
@@ -353,7 +328,7 @@ static void test_background_job_does_not_hold_exec(void **state)
  * only finishes if the agent really runs them at the same time. */
 static void test_64_concurrent_execs(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	enum { N = 64 };
 	struct guest_stream *s[N];
 	for (int i = 0; i < N; i++) {
@@ -421,7 +396,7 @@ static void *upload_main(void *arg)
 
 static void test_upload_beside_exec(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct upload u = {.c = f->c, .total = 200u << 20};
 	snprintf(u.path, sizeof(u.path), "%s/big.bin", f->a.ws);
 	pthread_t th;
@@ -468,7 +443,7 @@ static void test_upload_beside_exec(void **state)
 
 static void test_output_cap(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	json_t *req = json_pack("{s:s, s:s, s:i}", "op", "exec", "cmd",
 				"head -c 100000 /dev/zero | tr '\\0' a; echo more >&2", "output_cap",
 				1000);
@@ -499,7 +474,7 @@ static void test_output_cap(void **state)
 
 static void test_request_validation(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	static const char *const bad[] = {
 		"{\"op\": \"launch\"}",
 		"{\"cmd\": \"true\"}",
@@ -542,7 +517,7 @@ static void test_request_validation(void **state)
 
 static void test_restore(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	assert_int_equal(guest_conn_restore(f->c, NULL, 5000), 0);
 	/* in --listen mode the agent never touches the host's clock */
 	json_t *end = harness_call(
@@ -561,7 +536,7 @@ static void test_restore(void **state)
 }
 
 /* The agent's pip config file as text ("" when absent). */
-static char *pip_conf_text(struct fixture *f)
+static char *pip_conf_text(struct agent_fixture *f)
 {
 	char *txt = NULL;
 	int r = util_read_file(f->a.pip_conf, 1 << 16, &txt, NULL);
@@ -585,7 +560,7 @@ static json_t *restore_request(const char *pip_index_url)
  * the file's lines is refused on both sides. */
 static void test_restore_pip_index(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char *txt = pip_conf_text(f);
 	assert_string_equal(txt, ""); /* nothing before the first restore */
 	free(txt);
@@ -682,24 +657,23 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_exit_codes_and_signals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdout_and_stderr, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_env, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cwd, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdout_20mib, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeout_kills_tree, setup, teardown),
+		AGENT_TEST(test_exit_codes_and_signals),
+		AGENT_TEST(test_stdout_and_stderr),
+		AGENT_TEST(test_env),
+		AGENT_TEST(test_cwd),
+		AGENT_TEST(test_stdin),
+		AGENT_TEST(test_stdout_20mib),
+		AGENT_TEST(test_timeout_kills_tree),
 		cmocka_unit_test(test_timeout_kills_escaped_tree_with_cgroup),
-		cmocka_unit_test_setup_teardown(test_exec_runs_in_its_own_group, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cancel_kills_command, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_background_job_does_not_hold_exec, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_64_concurrent_execs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_upload_beside_exec, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_validation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restore_pip_index, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
+		AGENT_TEST(test_exec_runs_in_its_own_group),
+		AGENT_TEST(test_cancel_kills_command),
+		AGENT_TEST(test_background_job_does_not_hold_exec),
+		AGENT_TEST(test_64_concurrent_execs),
+		AGENT_TEST(test_upload_beside_exec),
+		AGENT_TEST(test_output_cap),
+		AGENT_TEST(test_request_validation),
+		AGENT_TEST(test_restore_pip_index),
+		AGENT_TEST(test_restore),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,31 +23,6 @@
 #include "agent_harness.h"
 #include "common/proto.h"
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a)); /* nothing a test did killed the agent */
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
-	free(f);
-	return 0;
-}
-
 /* --- a raw, hostile host ---------------------------------------------------------- */
 
 struct raw {
@@ -143,7 +118,7 @@ static void raw_open(struct raw *r, uint32_t id, const char *json)
 
 static void test_hostile_frames(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	struct raw r;
 	char buf[4096];
 	guest_conn_close(f->c); /* one host at a time: free the agent */
@@ -216,7 +191,7 @@ static void test_hostile_frames(void **state)
 
 static void test_version_mismatch_and_missing_socket(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	guest_conn_close(f->c); /* one host at a time: free the agent */
 	f->c = NULL;
 	struct raw r;
@@ -238,7 +213,7 @@ static void test_version_mismatch_and_missing_socket(void **state)
  * a fresh handshake. */
 static void test_disconnect_mid_stream_and_reconnect(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char tok[32], cmd[128];
 	harness_sleep_token(tok, sizeof(tok));
 	snprintf(cmd, sizeof(cmd), "echo go; sleep %s", tok);
@@ -287,7 +262,7 @@ static void test_disconnect_mid_stream_and_reconnect(void **state)
  * killed, and the same stream id may be opened again. */
 static void test_rehello_resets_streams(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	guest_conn_close(f->c);
 	f->c = NULL;
 	struct raw r;
@@ -315,7 +290,7 @@ static void test_rehello_resets_streams(void **state)
 /* A raw host that vanishes in the middle of sending a frame. */
 static void test_disconnect_mid_frame(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	guest_conn_close(f->c);
 	f->c = NULL;
 	for (int round = 0; round < 3; round++) {
@@ -339,13 +314,11 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hostile_frames, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_version_mismatch_and_missing_socket, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_disconnect_mid_stream_and_reconnect, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_rehello_resets_streams, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_disconnect_mid_frame, setup, teardown),
+		AGENT_TEST(test_hostile_frames),
+		AGENT_TEST(test_version_mismatch_and_missing_socket),
+		AGENT_TEST(test_disconnect_mid_stream_and_reconnect),
+		AGENT_TEST(test_rehello_resets_streams),
+		AGENT_TEST(test_disconnect_mid_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

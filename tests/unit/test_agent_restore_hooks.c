@@ -35,34 +35,19 @@ static const char entropy[] =
 	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f";
 
-struct fixture {
-	struct agent_proc a;
-	struct guest_conn *c;
-};
+/* A test with an agent whose hooks' folder exists. */
+#define HOOKS_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, agent_fixture_teardown)
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(harness_start(&f->a), 0);
-	assert_int_equal(guest_conn_open(f->a.sock, 5000, &f->c), 0);
-	assert_int_equal(mkdir(f->a.hooks_dir, 0755), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	guest_conn_close(f->c);
-	assert_true(harness_alive(&f->a));
-	assert_int_equal(harness_stop(&f->a), 0); /* clean exit: no leak or sanitizer report */
-	free(f);
-	return 0;
+	if (agent_fixture_setup(state) != 0)
+		return -1;
+	struct agent_fixture *f = *state;
+	return mkdir(f->a.hooks_dir, 0755);
 }
 
 /* Write a hook (a shell script body) named name with mode. */
-static void put_hook(struct fixture *f, const char *name, int mode, const char *body)
+static void put_hook(struct agent_fixture *f, const char *name, int mode, const char *body)
 {
 	char path[PATH_MAX + 300];
 	snprintf(path, sizeof(path), "%s/%s", f->a.hooks_dir, name);
@@ -108,7 +93,7 @@ static json_t *hook_named(json_t *end, const char *name)
 
 static void test_hooks_run_in_order_with_the_id(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char probe[PATH_MAX + 32];
 	snprintf(probe, sizeof(probe), "%s/probe", f->a.dir);
 	char body[2 * PATH_MAX];
@@ -188,7 +173,7 @@ static void test_hooks_run_in_order_with_the_id(void **state)
  * a hook put there later still runs, also one made and then chmod +x'd. */
 static void test_hook_added_to_a_folder_found_empty(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	sleep(2); /* the folder (made by setup) must look quiet to be remembered */
 	for (int i = 0; i < 2; i++) {
 		json_t *end = harness_call(f->c, restore_req("sbx_empty"));
@@ -212,7 +197,7 @@ static void test_hook_added_to_a_folder_found_empty(void **state)
 
 static void test_hung_hook_is_killed_and_output_capped(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char pidfile[PATH_MAX + 32], body[2 * PATH_MAX];
 	snprintf(pidfile, sizeof(pidfile), "%s/bg.pid", f->a.dir);
 	/* a child of its own and the hook both hang */
@@ -247,7 +232,7 @@ static void test_hung_hook_is_killed_and_output_capped(void **state)
 
 static void test_too_many_hooks_and_one_restore_at_a_time(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	for (int i = 0; i < RESTORE_HOOKS_MAX + 2; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "h%03d", i);
@@ -277,7 +262,7 @@ static void test_too_many_hooks_and_one_restore_at_a_time(void **state)
 
 /* --- code contexts ------------------------------------------------------------ */
 
-static json_t *ctx_call(struct fixture *f, const char *op, const char *id, const char *code)
+static json_t *ctx_call(struct agent_fixture *f, const char *op, const char *id, const char *code)
 {
 	json_t *req = json_pack("{s:s, s:s}", "op", op, "id", id);
 	if (code)
@@ -288,7 +273,7 @@ static json_t *ctx_call(struct fixture *f, const char *op, const char *id, const
 }
 
 /* Run code in context id; fails on an error. */
-static void ctx_run(struct fixture *f, const char *id, const char *code)
+static void ctx_run(struct agent_fixture *f, const char *id, const char *code)
 {
 	json_t *end = ctx_call(f, "context_run", id, code);
 	if (end_error(end) || !json_is_null(json_object_get(end, "error"))) {
@@ -299,7 +284,7 @@ static void ctx_run(struct fixture *f, const char *id, const char *code)
 }
 
 /* idle_ms of context id (context_list). */
-static json_int_t ctx_idle_ms(struct fixture *f, const char *id)
+static json_int_t ctx_idle_ms(struct agent_fixture *f, const char *id)
 {
 	json_t *end = harness_call(f->c, json_pack("{s:s}", "op", "context_list"));
 	size_t i;
@@ -316,7 +301,7 @@ static json_int_t ctx_idle_ms(struct fixture *f, const char *id)
 
 static void test_kernel_functions(void **state)
 {
-	struct fixture *f = *state;
+	struct agent_fixture *f = *state;
 	char probe[PATH_MAX + 32], code[4 * PATH_MAX];
 	snprintf(probe, sizeof(probe), "%s/kprobe", f->a.dir);
 	json_t *end = ctx_call(f, "context_create", "ctx_hooks", NULL);
@@ -412,14 +397,11 @@ int main(void)
 	assert_non_null(realpath("images/guest", mod));
 	setenv("PYTHONPATH", mod, 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hooks_run_in_order_with_the_id, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hook_added_to_a_folder_found_empty, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_hung_hook_is_killed_and_output_capped, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_too_many_hooks_and_one_restore_at_a_time, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_kernel_functions, setup, teardown),
+		HOOKS_TEST(test_hooks_run_in_order_with_the_id),
+		HOOKS_TEST(test_hook_added_to_a_folder_found_empty),
+		HOOKS_TEST(test_hung_hook_is_killed_and_output_capped),
+		HOOKS_TEST(test_too_many_hooks_and_one_restore_at_a_time),
+		HOOKS_TEST(test_kernel_functions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
