@@ -417,23 +417,27 @@ int body_parse(const struct body_spec *spec, const char *buf, size_t len,
 		names[nn++] = spec->fields[i].name;
 	names[nn] = NULL;
 	json_t *root = NULL;
+	int keep = spec->root_off != NO_OFF;
 	if (len > 0 || !spec->empty_ok) {
 		root = open_body(buf, len, names, err);
 		if (!root)
 			return -EINVAL;
 	} else {
-		root = json_object(); /* the defaults of an empty body */
+		/* the defaults of an empty body; nothing points into it, and a
+		 * caller need not clear what an empty body gave */
+		root = json_object();
 		if (!root)
 			return body_error_set(err, API_ERR_INVALID_JSON, "out of memory");
+		keep = 0;
 	}
-	if (spec->root_off != NO_OFF)
+	if (keep)
 		*(json_t **)at(out, spec->root_off) = root;
 	int r = 0;
 	for (size_t i = 0; i < spec->nfields && !r; i++)
 		r = one_field(root, &spec->fields[i], lim, out, err);
 	if (!r && spec->rules)
 		r = spec->rules(out, err);
-	if (spec->root_off == NO_OFF)
+	if (!keep)
 		json_decref(root);
 	if (r)
 		body_clear(spec, out, size);
